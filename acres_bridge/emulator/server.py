@@ -1,0 +1,223 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The emulator of the simulator's sockets: :class:`Emulator` in-process, :func:`main` as a CLI.
+
+One control channel and one sensor stream per agent, all on 127.0.0.1::
+
+    acres_sim_emulator --control-port 5600 --sensor-ports 5601,5602 \\
+        --vehicles polaris,maxxum --lockstep --mode game --seed 42 --rate 1.0
+
+Port 0 binds any free port; the CLI prints the bound ports in one line
+(``ACRES_SIM_EMULATOR_READY control=5600 sensors=5601,5602``) on stdout.
+"""
+
+import argparse
+from collections.abc import Sequence
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from acres_bridge.emulator.control import ControlServer
+from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.world import World
+from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.transport import require_loopback
+
+logger = logging.getLogger(__name__)
+
+
+class Emulator:
+    """
+    The simulator's sockets in this process.
+
+    :param vehicles: one vehicle per agent: ``polaris`` or ``maxxum`` (core: polaris only).
+    :param mode: ``game`` (the Unreal game) or ``core`` (the ACRES Core server).
+    :param lockstep: start in the paused state (the world advances on step requests only).
+    :param seed: the seed of the sensor noise.
+    :param rate: the real-time factor of the playing state.
+    :param control_port: the control channel port; 0 binds any free port.
+    :param sensor_ports: one sensor stream port per agent (missing ones are 0: any free port).
+    :param drive: ``loop`` (the vehicles drive slow circles) or ``hold``.
+    :param session_dir: the folder of the default episode log paths (a new temporary folder
+        when needed).
+    """
+
+    def __init__(self, vehicles: Sequence[str] = ('polaris',), mode: str = 'game',
+                 lockstep: bool = False, seed: int = 42, rate: float = 1.0,
+                 control_port: int = 0, sensor_ports: Sequence[int] = (0,), *,
+                 host: str = '127.0.0.1', drive: str = 'loop',
+                 session_dir: str | None = None) -> None:
+        if isinstance(vehicles, str):
+            vehicles = [name.strip() for name in vehicles.split(',') if name.strip()]
+        if not vehicles:
+            raise ValueError('an emulator needs at least one vehicle')
+        if len(sensor_ports) > len(vehicles):
+            raise ValueError(f'{len(sensor_ports)} sensor ports for {len(vehicles)} agents')
+        self.host = require_loopback(host)
+        self.world = World(vehicles, mode=mode, seed=seed, drive=drive)
+        self.mode = mode
+        ports = list(sensor_ports) + [0] * (len(vehicles) - len(sensor_ports))
+        self.streams = [
+            SensorStreamServer(agent=agent.name, hello=agent.layout, mode=mode, port=port,
+                               host=self.host, time_s=self._time_s)
+            for agent, port in zip(self.world.agents, ports)]
+        self.control = ControlServer(self.world, self.streams, port=control_port,
+                                     host=self.host, lockstep=lockstep, rate=rate,
+                                     session_dir=session_dir, on_quit=self.stop)
+        self.stopped = threading.Event()
+        self._started = False
+        self._stop_lock = threading.Lock()
+
+    def _time_s(self) -> float:
+        return self.world.time_s
+
+    @property
+    def control_port(self) -> int:
+        """The bound port of the control channel."""
+        return self.control.port
+
+    @property
+    def sensor_ports(self) -> list[int]:
+        """The bound port of each agent's sensor stream (0 when it could not open)."""
+        return [stream.port for stream in self.streams]
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every JSON request the control channel received, parsed, in order."""
+        return self.control.requests
+
+    def start(self) -> 'Emulator':
+        """Open the sockets and start the threads."""
+        for agent, stream in zip(self.world.agents, self.streams):
+            stream.start()
+            agent.sink = stream
+        self.control.start()
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        """Close every socket and join every thread (also after set_state 3)."""
+        with self._stop_lock:
+            if self.stopped.is_set():
+                return
+            if self._started:
+                self.control.stop()
+                for stream in self.streams:
+                    stream.stop()
+            self.stopped.set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until the emulator stops (set_state 3 or :meth:`stop`)."""
+        return self.stopped.wait(timeout_s)
+
+    def __enter__(self) -> 'Emulator':
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a port number') from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f'port {port} is not in 0..65535')
+    return port
+
+
+def _ports(text: str) -> list[int]:
+    return [_port(item) for item in text.split(',')]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='acres_sim_emulator',
+        description="An emulator of the ACRES simulator's control channel and sensor streams, "
+                    'on 127.0.0.1 only.')
+    parser.add_argument('--control-port', type=_port, default=5600,
+                        help='the control channel port (default 5600, 0: any free port)')
+    parser.add_argument('--sensor-ports', type=_ports, default=None,
+                        help='one sensor stream port per agent, comma separated '
+                             '(default 5601, 5602, ...; 0: any free port)')
+    parser.add_argument('--vehicles', default='polaris',
+                        help='the agents: polaris or maxxum, comma separated (default polaris)')
+    parser.add_argument('--lockstep', action='store_true',
+                        help='start paused: the world advances on step requests only')
+    parser.add_argument('--mode', choices=('game', 'core'), default='game',
+                        help='emulate the Unreal game or the ACRES Core server (default game)')
+    parser.add_argument('--seed', type=int, default=42, help='the sensor noise seed')
+    parser.add_argument('--rate', type=float, default=1.0,
+                        help='the real-time factor of the playing state (default 1.0)')
+    parser.add_argument('--drive', choices=('loop', 'hold'), default='loop',
+                        help='loop: the vehicles drive slow circles; hold: they stand')
+    parser.add_argument('--host', default='127.0.0.1',
+                        help='the listening address: loopback only (default 127.0.0.1)')
+    parser.add_argument('--session-dir', default=None,
+                        help='the folder of the default episode log paths')
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the emulator until Ctrl-C, SIGTERM or set_state 3."""
+    args = _parser().parse_args(argv)
+    vehicles = [name.strip() for name in args.vehicles.split(',') if name.strip()]
+    sensor_ports = args.sensor_ports
+    if sensor_ports is None:
+        sensor_ports = [5601 + index for index in range(len(vehicles))] if (
+            args.control_port) else [0] * len(vehicles)
+    logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)
+    try:
+        require_loopback(args.host)
+        if not args.rate > 0:
+            raise ValueError(f'--rate must be above 0, got {args.rate}')
+        emulator = Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
+                            rate=args.rate, control_port=args.control_port,
+                            sensor_ports=sensor_ports, host=args.host, drive=args.drive,
+                            session_dir=args.session_dir)
+    except (TransportError, ValueError) as exc:
+        print(f'acres_sim_emulator: {exc}', file=sys.stderr)
+        return 2
+    try:
+        emulator.start()
+    except OSError as exc:
+        print(f'acres_sim_emulator: cannot open the control port {args.control_port}: '
+              f'{exc.strerror or exc}', file=sys.stderr)
+        emulator.stop()
+        return 1
+
+    def on_signal(signum: int, frame: object) -> None:
+        threading.Thread(target=emulator.stop, name='sim-signal', daemon=True).start()
+
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    print(f'ACRES_SIM_EMULATOR_READY control={emulator.control_port} '
+          f'sensors={",".join(str(port) for port in emulator.sensor_ports)}', flush=True)
+    try:
+        while not emulator.wait(0.5):
+            pass
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        emulator.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
