@@ -367,7 +367,7 @@ _JSON = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=_JSON)
 def test_arbitrary_json_parses_as_hello_or_raises_frame_error(data):
     try:

@@ -322,7 +322,7 @@ def _stream_segments():
     header = st.builds(
         lambda kind, size, magic: magic + frames.encode_header(
             kind, sequence=0, payload_size=size, stamp_s=0.0, publish_s=0.0)[4:],
-        st.integers(0, 12), st.integers(0, 1 << 32 - 1) | st.integers(0, 600),
+        st.integers(0, 12), st.integers(0, (1 << 32) - 1) | st.integers(0, 600),
         st.sampled_from([b'TSS1', b'TSS1', b'XXXX']))
     return st.lists(valid | header | st.binary(max_size=200), max_size=12)
 

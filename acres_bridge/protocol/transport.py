@@ -103,6 +103,34 @@ def require_loopback(host: str) -> str:
     return str(addresses[0])
 
 
+def require_port(port: int) -> int:
+    """
+    Return a TCP port to connect to.
+
+    :raises TransportError: unless the port is an integer from 1 to 65535.
+    """
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise TransportError(f'port {port!r} is not from 1 to 65535')
+    return port
+
+
+def describe_socket_error(exc: OSError) -> str:
+    """Return a short text for a failed connect or receive ('connection refused')."""
+    if isinstance(exc, ConnectionRefusedError):
+        return 'connection refused'
+    if isinstance(exc, TimeoutError):
+        return 'timed out'
+    return exc.strerror or str(exc)
+
+
+def shutdown_socket(sock: socket.socket) -> None:
+    """Shut both directions of a socket down, so that a blocked reader wakes; never raise."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
 class FrameReader:
     """
     Read frames from a connected, blocking stream socket.
@@ -268,10 +296,8 @@ class SensorStreamClient:
                  read_timeout_s: float = READ_TIMEOUT_S,
                  max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
                  stats_window_s: float = 5.0) -> None:
-        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-            raise TransportError(f'port {port!r} is not from 1 to 65535')
+        self.port = require_port(port)
         self.address = require_loopback(host)
-        self.port = port
         self.name = name
         self._on_frame = on_frame
         self._on_connection = on_connection
@@ -317,10 +343,7 @@ class SensorStreamClient:
         with self._lock:
             sock = self._sock
         if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            shutdown_socket(sock)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout_s)
@@ -413,7 +436,7 @@ class SensorStreamClient:
         except OSError as exc:
             with self._lock:
                 self._counts['connect_failures'] += 1
-            return f'cannot connect to {self.address}:{self.port}: {_describe(exc)}'
+            return f'cannot connect to {self.address}:{self.port}: {describe_socket_error(exc)}'
         try:
             sock.settimeout(self._read_timeout_s)
             reader = FrameReader(sock, stop=self._stop, max_frame_bytes=self._max_frame_bytes,
@@ -545,11 +568,3 @@ class _Throttle:
             held, self._held = self._held, 0
             self._next = now + self._interval_s
             return held
-
-
-def _describe(exc: OSError) -> str:
-    if isinstance(exc, ConnectionRefusedError):
-        return 'connection refused'
-    if isinstance(exc, TimeoutError):
-        return 'timed out'
-    return exc.strerror or str(exc)

@@ -1,0 +1,507 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The client of the simulator control channel (``-SimControl=<port>``, the Core server's 5600).
+
+The channel is TCP on 127.0.0.1, one JSON object per line of UTF-8 text, ended by a newline.
+A request is ``{"id": <int >= 0>, "op": <name>, <fields>}``; the simulator answers each with
+one reply carrying the same ``id`` and ``ok`` (true when ``result`` is 1), ``result`` (the
+simulation_interfaces result codes) and, when it has one, ``error`` (a warning when ``ok``).
+Lines with the key ``event`` come without a request: ``episode`` on connection, after each
+reset and each change of state; ``progress`` (``id``, ``completed``, ``remaining``) for a
+step request with ``progress`` true. The simulator sends an episode event first on each
+connection and reads requests once a frame, so replies come a frame later or more.
+
+``ControlClient`` owns one reader thread (``control-rx``): it connects and reconnects, matches
+replies to futures by id, routes progress events to the request's callback and other events
+to ``on_event``, and resolves requests that got no reply in time with ``ControlTimeout``.
+"""
+
+import collections
+import concurrent.futures
+import dataclasses
+import heapq
+import itertools
+import json
+import logging
+import math
+import selectors
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+from acres_bridge.protocol.errors import ControlError
+from acres_bridge.protocol.errors import ControlTimeout
+from acres_bridge.protocol.errors import ControlUnavailable
+from acres_bridge.protocol.transport import describe_socket_error
+from acres_bridge.protocol.transport import require_loopback
+from acres_bridge.protocol.transport import require_port
+from acres_bridge.protocol.transport import shutdown_socket
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PORT = 5600
+MAX_LINE_BYTES = 16 << 20
+_RECV_BYTES = 1 << 16
+_REMEMBERED_TIMEOUTS = 4096
+_ROUND_TRIPS = 256
+
+Message = dict[str, Any]
+
+
+@dataclasses.dataclass(slots=True)
+class _Pending:
+    """A request waiting for its reply."""
+
+    op: str
+    future: concurrent.futures.Future
+    timeout_s: float
+    sent_at: float
+    on_progress: Callable[[Message], None] | None
+
+
+class ControlClient:
+    """
+    Send requests to the simulator control channel from any thread and get futures back.
+
+    Callbacks run on the reader thread: ``on_event(message)`` for each event other than
+    progress (the episode events), ``on_connection(connected, reason)`` when the state or the
+    reason of a failure changes, and the ``on_progress(message)`` of a request for each of
+    its progress events. An exception in a callback is logged and counted.
+
+    :param host: the simulator host; it must resolve to a loopback address.
+    :param port: the TCP port of the channel, 1 to 65535.
+    :param timeout_s: the default time-out of a request, s.
+    :param reconnect_s: the wait before each new connection attempt, s.
+    :param name: names the log lines; a name other than 'control' also names the thread.
+    :param connect_timeout_s: the time-out of one connection attempt, s.
+    :param send_timeout_s: the longest a request may wait to be written; a send that takes
+        longer closes the connection.
+    :raises TransportError: for a host that is not loopback or a port out of range.
+    """
+
+    def __init__(self, host: str = '127.0.0.1', port: int = DEFAULT_PORT, *,
+                 timeout_s: float = 10.0, reconnect_s: float = 1.0,
+                 on_event: Callable[[Message], None] | None = None,
+                 on_connection: Callable[[bool, str], None] | None = None,
+                 name: str = 'control', connect_timeout_s: float = 2.0,
+                 send_timeout_s: float = 5.0) -> None:
+        _check_timeout(timeout_s)
+        self.port = require_port(port)
+        self.address = require_loopback(host)
+        self.name = name
+        self.timeout_s = timeout_s
+        self._reconnect_s = reconnect_s
+        self._connect_timeout_s = connect_timeout_s
+        self._send_timeout_s = send_timeout_s
+        self._on_event = on_event
+        self._on_connection = on_connection
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()          # the state below
+        self._send_lock = threading.Lock()     # one writer at a time, ids in send order
+        self._stop = threading.Event()
+        self._wake_rx, self._wake_tx = socket.socketpair()
+        self._wake_rx.setblocking(False)
+        self._wake_tx.setblocking(False)
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._pending: dict[int, _Pending] = {}
+        self._deadlines: list[tuple[float, int]] = []
+        self._timed_out: collections.OrderedDict[int, str] = collections.OrderedDict()
+        self._round_trips: collections.deque[float] = collections.deque(maxlen=_ROUND_TRIPS)
+        self._connected = False
+        self._reason = 'not started'
+        self._reported: tuple[bool, str] | None = None
+        self._counts = dict.fromkeys(
+            ('connections', 'reconnects', 'connect_failures', 'disconnects', 'requests',
+             'replies', 'timeouts', 'late_replies', 'unknown_replies', 'replies_without_id',
+             'bad_lines', 'events', 'progress_events', 'orphan_progress', 'failed_on_close',
+             'refused_disconnected', 'send_failures', 'callback_errors'), 0)
+
+    # --- control -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread (once); it connects and keeps reconnecting."""
+        if self._thread is not None:
+            raise RuntimeError(f'control client {self.name!r} already started')
+        thread_name = 'control-rx' if self.name == 'control' else f'control-rx:{self.name}'
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the thread, fail every pending request with ControlUnavailable and join."""
+        self._stop.set()
+        self._wake()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+        if thread is None or not thread.is_alive():
+            self._fail_pending('client stopped')
+            self._wake_rx.close()
+            self._wake_tx.close()
+
+    @property
+    def connected(self) -> bool:
+        """Return whether the channel is connected."""
+        return self._connected
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """
+        Return a snapshot of the counters, safe to take from any thread.
+
+        Keys: ``name``, ``address``, ``port``, ``connected``, ``reason`` (of the last state
+        change), ``pending``, ``connections``, ``reconnects``, ``connect_failures``,
+        ``disconnects``, ``requests`` (sent), ``replies`` (matched to a waiting request),
+        ``timeouts``, ``late_replies`` (after their time-out, dropped), ``unknown_replies``
+        (an id never sent or already answered), ``replies_without_id``, ``bad_lines`` (not a
+        JSON object), ``events`` (other than progress), ``progress_events``,
+        ``orphan_progress`` (for no waiting request), ``failed_on_close`` (pending when the
+        channel closed), ``refused_disconnected`` (requests made without a connection),
+        ``send_failures``, ``callback_errors``, ``round_trip_p50_ms`` and
+        ``round_trip_max_ms`` (over the last 256 replies, None before one).
+        """
+        with self._lock:
+            snapshot: dict[str, Any] = {
+                'name': self.name, 'address': self.address, 'port': self.port,
+                'connected': self._connected, 'reason': self._reason,
+                'pending': len(self._pending), **self._counts,
+            }
+            round_trips = sorted(self._round_trips)
+        snapshot['round_trip_p50_ms'] = (
+            round_trips[len(round_trips) // 2] * 1e3 if round_trips else None)
+        snapshot['round_trip_max_ms'] = round_trips[-1] * 1e3 if round_trips else None
+        return snapshot
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def request_async(self, op: str, *, timeout_s: float | None = None,
+                      on_progress: Callable[[Message], None] | None = None,
+                      **fields: Any) -> concurrent.futures.Future:
+        """
+        Send one request and return the future of its reply.
+
+        The future's result is the reply object as the simulator sent it, ``ok`` false
+        included. It fails with ``ControlTimeout`` when no reply comes within ``timeout_s``
+        (the client's default when None; ``math.inf`` waits forever), with
+        ``ControlUnavailable`` when the channel is not connected or closes first, and with
+        ``ControlError`` when the fields cannot be written as JSON.
+
+        :param op: the operation, e.g. 'step'.
+        :param on_progress: called on the reader thread with each progress event of this
+            request.
+        :param fields: the fields of the operation (not ``id``).
+        """
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        _check_timeout(timeout_s)
+        if 'id' in fields:
+            raise ValueError('the client chooses the id of a request')
+        with self._send_lock:
+            with self._lock:
+                sock = self._sock
+                if sock is None:
+                    self._counts['refused_disconnected'] += 1
+                    reason = self._reason
+                else:
+                    request_id = next(self._ids)
+            if sock is None:
+                future.set_exception(ControlUnavailable(
+                    f'control channel not connected ({reason}): {op} not sent', op=op))
+                return future
+            try:
+                line = json.dumps({'id': request_id, 'op': op, **fields},
+                                  separators=(',', ':'), allow_nan=False).encode() + b'\n'
+            except (TypeError, ValueError) as exc:
+                future.set_exception(ControlError(
+                    f'{op} request cannot be written as JSON: {exc}', request_id=request_id,
+                    op=op))
+                return future
+            now = time.monotonic()
+            pending = _Pending(op, future, timeout_s, now, on_progress)
+            with self._lock:
+                if self._sock is not sock:
+                    pending = None
+                else:
+                    self._pending[request_id] = pending
+                    wake = math.isfinite(timeout_s)
+                    if wake:
+                        earliest = self._deadlines[0][0] if self._deadlines else math.inf
+                        heapq.heappush(self._deadlines, (now + timeout_s, request_id))
+                        wake = now + timeout_s < earliest
+            if pending is None:
+                future.set_exception(ControlUnavailable(
+                    f'control channel closed: {op} not sent', request_id=request_id, op=op))
+                return future
+            try:
+                sock.sendall(line)
+            except OSError as exc:
+                self._send_failed(sock, request_id, exc)
+                return future
+            with self._lock:
+                self._counts['requests'] += 1
+        if wake:
+            self._wake()
+        return future
+
+    def request(self, op: str, *, timeout_s: float | None = None,
+                on_progress: Callable[[Message], None] | None = None,
+                **fields: Any) -> Message:
+        """
+        Send one request and wait for its reply (see ``request_async``).
+
+        :raises ControlTimeout: when no reply came in time.
+        :raises ControlUnavailable: when the channel is not connected or closed first.
+        """
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        future = self.request_async(op, timeout_s=timeout_s, on_progress=on_progress,
+                                    **fields)
+        # The reader resolves the future at its time-out; the margin covers a dead reader.
+        try:
+            return future.result(timeout=timeout_s + 5.0 if math.isfinite(timeout_s) else None)
+        except concurrent.futures.TimeoutError:
+            raise ControlTimeout(f'no reply to {op} within {timeout_s:g} s', op=op) from None
+
+    def _send_failed(self, sock: socket.socket, request_id: int, exc: OSError) -> None:
+        with self._lock:
+            pending = self._pending.pop(request_id, None)
+            self._counts['send_failures'] += 1
+        if pending is not None:
+            _fail(pending.future, ControlUnavailable(
+                f'control channel closed: sending {pending.op} failed: {exc}',
+                request_id=request_id, op=pending.op))
+        # A partial line may be on the wire: this connection cannot be trusted any more.
+        shutdown_socket(sock)
+
+    # --- the reader thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                reason = self._connect_and_serve()
+                self._fail_pending(reason)
+                if self._stop.is_set():
+                    break
+                self._report(False, reason)
+                self._stop.wait(self._reconnect_s)
+        except Exception:
+            logger.exception('control channel %s: the reader thread failed', self.name)
+            raise
+        finally:
+            self._fail_pending('client stopped')
+            self._report(False, 'stopped')
+
+    def _connect_and_serve(self) -> str:
+        try:
+            sock = socket.create_connection((self.address, self.port),
+                                            timeout=self._connect_timeout_s)
+        except OSError as exc:
+            with self._lock:
+                self._counts['connect_failures'] += 1
+            return f'cannot connect to {self.address}:{self.port}: {describe_socket_error(exc)}'
+        try:
+            sock.settimeout(self._send_timeout_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self._sock = sock
+                self._counts['connections'] += 1
+                self._counts['reconnects'] = self._counts['connections'] - 1
+            if self._stop.is_set():
+                return 'stopped'
+            self._report(True, f'connected to {self.address}:{self.port}')
+            return self._serve(sock)
+        finally:
+            with self._lock:
+                self._sock = None
+            shutdown_socket(sock)
+            with self._send_lock:      # no sender is inside sendall() when the fd closes
+                sock.close()
+
+    def _serve(self, sock: socket.socket) -> str:
+        buffer = bytearray()
+        with selectors.DefaultSelector() as selector:
+            selector.register(sock, selectors.EVENT_READ)
+            selector.register(self._wake_rx, selectors.EVENT_READ)
+            while not self._stop.is_set():
+                for key, _ in selector.select(self._expire()):
+                    if key.fileobj is self._wake_rx:
+                        _drain(self._wake_rx)
+                        continue
+                    try:
+                        data = sock.recv(_RECV_BYTES)
+                    except (BlockingIOError, InterruptedError, TimeoutError):
+                        continue
+                    except OSError as exc:
+                        return f'receive failed: {describe_socket_error(exc)}'
+                    if not data:
+                        return 'peer closed'
+                    buffer += data
+                    start = 0
+                    while (end := buffer.find(b'\n', start)) >= 0:
+                        self._handle_line(bytes(buffer[start:end]))
+                        start = end + 1
+                    del buffer[:start]
+                    if len(buffer) > MAX_LINE_BYTES:
+                        return f'a line longer than {MAX_LINE_BYTES} bytes'
+        return 'stopped'
+
+    def _expire(self) -> float | None:
+        """Fail the requests past their deadline; return the time to the next one."""
+        expired: list[tuple[int, _Pending]] = []
+        now = time.monotonic()
+        with self._lock:
+            while self._deadlines:
+                deadline, request_id = self._deadlines[0]
+                if request_id not in self._pending:
+                    heapq.heappop(self._deadlines)
+                    continue
+                if deadline > now:
+                    break
+                heapq.heappop(self._deadlines)
+                pending = self._pending.pop(request_id)
+                expired.append((request_id, pending))
+                self._timed_out[request_id] = pending.op
+                if len(self._timed_out) > _REMEMBERED_TIMEOUTS:
+                    self._timed_out.popitem(last=False)
+                self._counts['timeouts'] += 1
+            wait_s = self._deadlines[0][0] - now if self._deadlines else None
+        for request_id, pending in expired:
+            logger.warning('control channel %s: no reply to %s (id %d) within %g s',
+                           self.name, pending.op, request_id, pending.timeout_s)
+            _fail(pending.future, ControlTimeout(
+                f'no reply to {pending.op} within {pending.timeout_s:g} s',
+                request_id=request_id, op=pending.op))
+        return wait_s
+
+    def _handle_line(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            if line.strip():
+                self._count('bad_lines')
+                logger.warning('control channel %s: skipped a line that is not a JSON '
+                               'object: %.120r', self.name, line)
+            return
+        request_id = message.get('id')
+        if 'event' in message:
+            if message['event'] == 'progress':
+                self._handle_progress(request_id, message)
+                return
+            self._count('events')
+            self._call('on_event', self._on_event, message)
+            return
+        if type(request_id) is not int:
+            self._count('replies_without_id')
+            logger.warning('control channel %s: reply without an id: result %s, error %r',
+                           self.name, message.get('result'), message.get('error'))
+            return
+        with self._lock:
+            pending = self._pending.pop(request_id, None)
+            late_op = self._timed_out.pop(request_id, None) if pending is None else None
+            if pending is not None:
+                self._counts['replies'] += 1
+                self._round_trips.append(time.monotonic() - pending.sent_at)
+            elif late_op is not None:
+                self._counts['late_replies'] += 1
+            else:
+                self._counts['unknown_replies'] += 1
+        if pending is not None:
+            if not pending.future.cancelled():
+                try:
+                    pending.future.set_result(message)
+                except concurrent.futures.InvalidStateError:
+                    pass  # cancelled by its caller meanwhile
+        elif late_op is not None:
+            logger.info('control channel %s: dropped the late reply to %s (id %d)',
+                        self.name, late_op, request_id)
+        else:
+            logger.warning('control channel %s: dropped a reply to unknown id %d',
+                           self.name, request_id)
+
+    def _handle_progress(self, request_id: Any, message: Message) -> None:
+        with self._lock:
+            pending = self._pending.get(request_id) if type(request_id) is int else None
+            self._counts['progress_events' if pending is not None else 'orphan_progress'] += 1
+        if pending is not None and pending.on_progress is not None:
+            self._call('on_progress', pending.on_progress, message)
+
+    def _call(self, which: str, callback: Callable[..., None] | None, *args: Any) -> None:
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            self._count('callback_errors')
+            logger.exception('control channel %s: %s raised', self.name, which)
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self._counts[key] += 1
+
+    def _fail_pending(self, reason: str) -> None:
+        with self._lock:
+            pending = list(self._pending.items())
+            self._pending.clear()
+            self._deadlines.clear()
+            self._counts['failed_on_close'] += len(pending)
+        for request_id, waiting in pending:
+            _fail(waiting.future, ControlUnavailable(
+                f'control channel closed before the reply to {waiting.op} (id {request_id}): '
+                f'{reason}', request_id=request_id, op=waiting.op))
+
+    def _report(self, connected: bool, reason: str) -> None:
+        with self._lock:
+            if self._connected and not connected:
+                self._counts['disconnects'] += 1
+            self._connected = connected
+            self._reason = reason
+            if (connected, reason) == self._reported:
+                return
+            self._reported = (connected, reason)
+        if connected:
+            logger.info('control channel %s: %s', self.name, reason)
+        else:
+            logger.warning('control channel %s: disconnected: %s', self.name, reason)
+        self._call('on_connection', self._on_connection, connected, reason)
+
+    def _wake(self) -> None:
+        try:
+            self._wake_tx.send(b'\0')
+        except OSError:
+            pass  # full (a wake-up is pending anyway) or closed (stopped)
+
+
+def _check_timeout(timeout_s: float) -> None:
+    if not timeout_s > 0:
+        raise ValueError(f'a time-out must be more than 0 s, got {timeout_s!r}')
+
+
+def _fail(future: concurrent.futures.Future, error: Exception) -> None:
+    if not future.done():
+        try:
+            future.set_exception(error)
+        except concurrent.futures.InvalidStateError:
+            pass  # resolved or cancelled meanwhile
+
+
+def _drain(sock: socket.socket) -> None:
+    try:
+        while sock.recv(4096):
+            pass
+    except OSError:
+        pass
