@@ -53,6 +53,8 @@ class Emulator:
     :param control_port: the control channel port; 0 binds any free port.
     :param sensor_ports: one sensor stream port per agent (missing ones are 0: any free port).
     :param drive: ``loop`` (the vehicles drive slow circles) or ``hold``.
+    :param render_every: render every Nth LiDAR and camera frame afresh (see ``World``); 1
+        renders every frame.
     :param session_dir: the folder of the default episode log paths (a new temporary folder
         when needed).
     """
@@ -60,7 +62,7 @@ class Emulator:
     def __init__(self, vehicles: Sequence[str] = ('polaris',), mode: str = 'game',
                  lockstep: bool = False, seed: int = 42, rate: float = 1.0,
                  control_port: int = 0, sensor_ports: Sequence[int] = (0,), *,
-                 host: str = '127.0.0.1', drive: str = 'loop',
+                 host: str = '127.0.0.1', drive: str = 'loop', render_every: int = 1,
                  session_dir: str | None = None) -> None:
         if isinstance(vehicles, str):
             vehicles = [name.strip() for name in vehicles.split(',') if name.strip()]
@@ -69,7 +71,8 @@ class Emulator:
         if len(sensor_ports) > len(vehicles):
             raise ValueError(f'{len(sensor_ports)} sensor ports for {len(vehicles)} agents')
         self.host = require_loopback(host)
-        self.world = World(vehicles, mode=mode, seed=seed, drive=drive)
+        self.world = World(vehicles, mode=mode, seed=seed, drive=drive,
+                           render_every=render_every)
         self.mode = mode
         ports = list(sensor_ports) + [0] * (len(vehicles) - len(sensor_ports))
         self.streams = [
@@ -167,6 +170,9 @@ def _parser() -> argparse.ArgumentParser:
                         help='the real-time factor of the playing state (default 1.0)')
     parser.add_argument('--drive', choices=('loop', 'hold'), default='loop',
                         help='loop: the vehicles drive slow circles; hold: they stand')
+    parser.add_argument('--render-every', type=int, default=1,
+                        help='render every Nth LiDAR and camera frame afresh; in between, '
+                             'clouds are moved and images repeated (default 1: every frame)')
     parser.add_argument('--host', default='127.0.0.1',
                         help='the listening address: loopback only (default 127.0.0.1)')
     parser.add_argument('--session-dir', default=None,
@@ -190,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator = Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
                             rate=args.rate, control_port=args.control_port,
                             sensor_ports=sensor_ports, host=args.host, drive=args.drive,
-                            session_dir=args.session_dir)
+                            render_every=args.render_every, session_dir=args.session_dir)
     except (TransportError, ValueError) as exc:
         print(f'acres_sim_emulator: {exc}', file=sys.stderr)
         return 2

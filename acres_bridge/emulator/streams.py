@@ -178,9 +178,16 @@ class SensorStreamServer:
 
     def wait_drained(self, timeout_s: float) -> bool:
         """Wait until the queue is empty (or no client); return whether it is."""
+        return self._wait(lambda: not self._queue or not self._connected, timeout_s)
+
+    def wait_disconnected(self, timeout_s: float) -> bool:
+        """Wait until no client is connected; return whether none is."""
+        return self._wait(lambda: not self._connected, timeout_s)
+
+    def _wait(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         with self._lock:
-            while self._queue and self._connected:
+            while not predicate():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False

@@ -103,6 +103,10 @@ class FarmState:
             self.water[number] = theta
 
 
+_WHEELBASE_M = {'polaris': 2.3, 'maxxum': 2.8}
+_POLARIS_STEERING_RATIO = 16.0
+_MASK64 = (1 << 64) - 1
+
 _SENSOR_CLOCK, _SENSOR_INS, _SENSOR_LIDAR, _SENSOR_CAMERA = range(4)
 
 
@@ -147,7 +151,7 @@ def _fraction(hz: float) -> tuple[int, int]:
 
 @dataclass
 class Agent:
-    """One vehicle of the session."""
+    """One vehicle of the session: its pose is that of base_footprint in the world frame."""
 
     name: str
     vehicle: str
@@ -160,14 +164,25 @@ class Agent:
     y: float = 0.0
     z: float = 0.0
     yaw: float = 0.0
+    roll: float = 0.0
+    pitch: float = 0.0
     speed_mps: float = 0.0
     yaw_rate: float = 0.0
+    accel_mps2: float = 0.0
     cruise_mps: float = 2.0
     implement: str = ''
     shift: dict[str, Any] | None = None
+    sensor_layout: dict[str, Any] | None = None   # the layout with the shift's mount offsets
     pending: tuple[float, float, float, float] | None = None   # x, y, yaw, speed
     sink: SensorSink | None = None
     schedules: dict[int, _Schedule] = field(default_factory=dict)
+    last_scan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # cloud, R, origin
+    last_image: bytes | None = None
+    frames_rendered: dict[int, int] = field(default_factory=dict)
+
+    def orientation(self) -> list[float]:
+        """Return the quaternion body -> world of the vehicle on the ground."""
+        return _quaternion_from_rpy(self.roll, self.pitch, self.yaw)
 
     def twist(self) -> dict[str, list[float]]:
         """Return the world-frame twist."""
@@ -177,8 +192,11 @@ class Agent:
 
     def pose(self) -> dict[str, list[float]]:
         """Return the pose of base_footprint in the world frame."""
-        return {'position': [self.x, self.y, self.z],
-                'orientation': list(geodesy.quaternion_from_yaw(self.yaw))}
+        return {'position': [self.x, self.y, self.z], 'orientation': self.orientation()}
+
+    def body_pose(self) -> scene.Pose:
+        """Return the pose for the sensor models."""
+        return scene.Pose(np.array([self.x, self.y, self.z]), np.array(self.orientation()))
 
 
 @dataclass
@@ -196,6 +214,11 @@ class Prop:
         """Return the pose in the world frame."""
         return {'position': [self.x, self.y, self.z], 'orientation': list(self.orientation)}
 
+    def scene_prop(self) -> scene.Prop:
+        """Return the prop for the sensor models."""
+        return scene.Prop(self.name, self.uri, np.array([self.x, self.y, self.z]),
+                          geodesy.quaternion_yaw(self.orientation))
+
 
 class World:
     """
@@ -205,10 +228,13 @@ class World:
     :param mode: ``game`` or ``core``.
     :param seed: the seed of the sensor noise.
     :param drive: ``loop`` (the autopilot drives slow circles) or ``hold`` (vehicles stand).
+    :param render_every: the scene models render every Nth LiDAR and camera frame afresh; in
+        between, a cloud is the last one moved to the sensor's new pose and an image repeats
+        the last one. 1 (every frame) is the faithful default; more trades fidelity for speed.
     """
 
     def __init__(self, vehicles: Sequence[str] = ('polaris',), *, mode: str = 'game',
-                 seed: int = 42, drive: str = 'loop',
+                 seed: int = 42, drive: str = 'loop', render_every: int = 1,
                  start_utc: datetime.datetime | None = None) -> None:
         if mode not in ('game', 'core'):
             raise ValueError(f'mode must be game or core, not {mode!r}')
@@ -227,6 +253,11 @@ class World:
         self.session_id = start.strftime('%Y%m%dT%H%M%S')
         self.terrain = scene.Terrain()
         self.farm = FarmState(seed)
+        if render_every < 1:
+            raise ValueError(f'render_every must be 1 or more, got {render_every}')
+        self.render_every = render_every
+        self._bit_generator = np.random.PCG64(seed)
+        self._generator = np.random.Generator(self._bit_generator)
         self.agents: list[Agent] = []
         self.props: dict[str, Prop] = {}
         self.conditions: dict[str, Any] = {}
@@ -265,9 +296,28 @@ class World:
 
     def _place(self, agent: Agent, x: float, y: float, yaw: float, speed_mps: float) -> None:
         agent.x, agent.y, agent.yaw = x, y, yaw
-        agent.z = self.terrain.height_at(x, y)
         agent.speed_mps = speed_mps
-        agent.yaw_rate = speed_mps / _LOOP_RADIUS_M if self.drive == 'loop' else 0.0
+        agent.accel_mps2 = 0.0
+        agent.yaw_rate = self._yaw_rate(agent) if self.drive == 'loop' else 0.0
+        self._settle(agent)
+
+    def _settle(self, agent: Agent) -> None:
+        """Put the vehicle on the ground: height, roll and pitch from the slope."""
+        height, slope_x, slope_y = self.terrain.height_and_gradient(agent.x, agent.y)
+        cos_yaw, sin_yaw = math.cos(agent.yaw), math.sin(agent.yaw)
+        agent.z = float(height)
+        agent.pitch = -math.atan(slope_x * cos_yaw + slope_y * sin_yaw)
+        agent.roll = math.atan(-slope_x * sin_yaw + slope_y * cos_yaw)
+
+    def _yaw_rate(self, agent: Agent) -> float:
+        """Return the yaw rate of the autopilot's circle, with the shift's steering offset."""
+        curvature = 1.0 / _LOOP_RADIUS_M
+        if agent.shift is not None:
+            offset_deg = agent.shift['steering_offset_deg']
+            if agent.vehicle == 'polaris':
+                offset_deg /= _POLARIS_STEERING_RATIO
+            curvature += math.tan(math.radians(offset_deg)) / _WHEELBASE_M[agent.vehicle]
+        return agent.speed_mps * curvature
 
     # --- clock --------------------------------------------------------------------------------
 
@@ -337,42 +387,94 @@ class World:
                     'twist': agent.twist()})
 
     def _drive(self, agent: Agent, dt: float) -> None:
-        if agent.speed_mps < agent.cruise_mps:
-            agent.speed_mps = min(agent.cruise_mps, agent.speed_mps + _ACCEL_MPS2 * dt)
-        agent.yaw_rate = agent.speed_mps / _LOOP_RADIUS_M
+        cruise = agent.cruise_mps
+        if agent.shift is not None:
+            # The speed controller believes the biased speed: the vehicle runs slower.
+            cruise = max(0.0, cruise - agent.shift['ulc_speed_bias_mps'])
+        speed = agent.speed_mps
+        if speed < cruise:
+            speed = min(cruise, speed + _ACCEL_MPS2 * dt)
+        elif speed > cruise:
+            speed = max(cruise, speed - _ACCEL_MPS2 * dt)
+        agent.accel_mps2 = (speed - agent.speed_mps) / dt
+        agent.speed_mps = speed
+        agent.yaw_rate = self._yaw_rate(agent)
         agent.yaw = math.remainder(agent.yaw + agent.yaw_rate * dt, math.tau)
-        agent.x += agent.speed_mps * math.cos(agent.yaw) * dt
-        agent.y += agent.speed_mps * math.sin(agent.yaw) * dt
-        agent.z = self.terrain.height_at(agent.x, agent.y)
+        agent.x += speed * math.cos(agent.yaw) * dt
+        agent.y += speed * math.sin(agent.yaw) * dt
+        self._settle(agent)
 
     def _emit(self, agent: Agent, time_s: float) -> None:
         sink = agent.sink
         step = self.step
         sink.queue(FrameType.CLOCK, encode_clock_payload(time_s), time_s)
-        if agent.schedules[_SENSOR_INS].due(step):
-            values = scene.ins_values(agent.layout, self._scene_pose(agent), self.terrain,
-                                      rng=self._rng(agent, _SENSOR_INS))
+        due = [sensor for sensor in (_SENSOR_INS, _SENSOR_CAMERA, _SENSOR_LIDAR)
+               if agent.schedules[sensor].due(step)]
+        if not due:
+            return
+        pose = agent.body_pose()
+        layout = agent.sensor_layout or agent.layout
+        if _SENSOR_INS in due:
+            cos_yaw, sin_yaw = math.cos(agent.yaw), math.sin(agent.yaw)
+            lateral = agent.speed_mps * agent.yaw_rate
+            values = scene.ins_values(
+                layout, pose, velocity_world=agent.twist()['linear'],
+                angular_velocity_world=(0.0, 0.0, agent.yaw_rate),
+                acceleration_world=(agent.accel_mps2 * cos_yaw - lateral * sin_yaw,
+                                    agent.accel_mps2 * sin_yaw + lateral * cos_yaw, 0.0),
+                rng=self._rng(agent, _SENSOR_INS))
             sink.queue(FrameType.INS, encode_ins_payload(values), time_s)
-        if agent.schedules[_SENSOR_CAMERA].due(step):
-            image = scene.camera_image(agent.layout, self._scene_pose(agent),
-                                       self._scene_props(), self.terrain,
+        if _SENSOR_CAMERA in due:
+            sink.queue(FrameType.CAMERA, self._camera_payload(agent, layout, pose), time_s)
+        if _SENSOR_LIDAR in due:
+            sink.queue(FrameType.LIDAR, self._lidar_payload(agent, layout, pose), time_s)
+
+    def _render_now(self, agent: Agent, sensor: int) -> bool:
+        """Count a frame of a sensor; return whether the scene model renders it afresh."""
+        count = agent.frames_rendered.get(sensor, 0)
+        agent.frames_rendered[sensor] = count + 1
+        return count % self.render_every == 0
+
+    def _camera_payload(self, agent: Agent, layout: dict[str, Any], pose: scene.Pose) -> bytes:
+        if agent.last_image is None or self._render_now(agent, _SENSOR_CAMERA):
+            image = scene.camera_image(layout, pose, self._seen_by(agent), self.terrain,
                                        rng=self._rng(agent, _SENSOR_CAMERA))
-            sink.queue(FrameType.CAMERA, encode_camera_payload(image), time_s)
-        if agent.schedules[_SENSOR_LIDAR].due(step):
-            cloud = scene.lidar_scan(agent.layout, self._scene_pose(agent), self._scene_props(),
-                                     self.terrain, rng=self._rng(agent, _SENSOR_LIDAR))
-            sink.queue(FrameType.LIDAR, encode_lidar_payload(cloud), time_s)
+            agent.last_image = encode_camera_payload(image)
+        return agent.last_image
+
+    def _lidar_payload(self, agent: Agent, layout: dict[str, Any], pose: scene.Pose) -> bytes:
+        lidar = layout['lidar']
+        rotation = pose.rotation @ geodesy.rpy_to_matrix(lidar['rpy_deg'])
+        origin = pose.position + pose.rotation @ np.asarray(lidar['position_flu_m'], float)
+        if agent.last_scan is None or self._render_now(agent, _SENSOR_LIDAR):
+            cloud = scene.lidar_scan(layout, pose, self._seen_by(agent), self.terrain,
+                                     rng=self._rng(agent, _SENSOR_LIDAR))
+            agent.last_scan = (cloud, rotation, origin)
+            return encode_lidar_payload(cloud)
+        # Between fresh scans: the last cloud moved into the sensor's new pose (a static world).
+        cloud, last_rotation, last_origin = agent.last_scan
+        turn = (rotation.T @ last_rotation).astype(np.float32)
+        shift = (rotation.T @ (last_origin - origin)).astype(np.float32)
+        moved = cloud.copy()
+        moved[..., :3] = cloud[..., :3] @ turn.T + shift
+        return encode_lidar_payload(moved)
+
+    def _seen_by(self, agent: Agent) -> list[scene.Prop]:
+        """Return what the sensors of an agent see: the props and the other agents."""
+        props = [prop.scene_prop() for prop in self.props.values()]
+        props.extend(scene.vehicle_prop(other.name, other.vehicle, other.body_pose())
+                     for other in self.agents if other is not agent)
+        return props
 
     def _rng(self, agent: Agent, sensor: int) -> np.random.Generator:
-        return np.random.default_rng((self.seed, agent.index, sensor, self.step))
-
-    def _scene_pose(self, agent: Agent) -> Any:
-        return scene.Pose(agent.x, agent.y, agent.z, agent.yaw)
-
-    def _scene_props(self) -> list[Any]:
-        return [scene.Prop(prop.name, prop.uri, prop.x, prop.y, prop.z,
-                           geodesy.quaternion_yaw(prop.orientation))
-                for prop in self.props.values()]
+        """Return the generator of one frame: its state comes from (seed, agent, sensor, step)."""
+        key = _mix64(_mix64(_mix64(self.seed) ^ agent.index) ^ (sensor << 8)) ^ self.step
+        self._bit_generator.state = {
+            'bit_generator': 'PCG64',
+            'state': {'state': (_mix64(key) << 64) | _mix64(key ^ 0xA5A5A5A5),
+                      'inc': (_mix64(key ^ 0x5A5A) << 1) | 1},
+            'has_uint32': 0, 'uinteger': 0}
+        return self._generator
 
     # --- episodes -----------------------------------------------------------------------------
 
@@ -416,21 +518,18 @@ class World:
             twist = {'linear': [0.0, 0.0, 0.0], 'angular': [0.0, 0.0, 0.0]}
         else:
             return None
-        x, y, z = pose['position']
-        easting, northing = geodesy.world_to_utm(x, y)
-        yaw = geodesy.quaternion_yaw(pose['orientation'])
-        heading_deg = geodesy.heading_deg_from_world_yaw(yaw)
+        utm = scene.utm_state(scene.Pose(np.array(pose['position']),
+                                         np.array(pose['orientation'])))
         return {'time_s': self.time_s, 'frame': 'world', 'pose': pose, 'twist': twist,
-                'utm': {'easting': easting, 'northing': northing, 'height': z,
-                        'heading_deg': heading_deg}}
+                'utm': utm}
 
     def to_world(self, position: Sequence[float], orientation: Sequence[float],
                  frame: str) -> tuple[list[float], list[float]]:
         """Return a position and an orientation of ``frame`` (world or utm) in the world frame."""
         if frame == 'world':
             return list(position), list(orientation)
-        x, y = geodesy.utm_to_world(position[0], position[1])
-        return [x, y, position[2]], list(geodesy.quaternion_grid_to_world(orientation))
+        pose = scene.pose_from_utm(position, orientation)
+        return pose.position.tolist(), pose.orientation.tolist()
 
     def set_entity_state(self, name: str, position: Sequence[float],
                          orientation: Sequence[float], *, frame: str = 'world',
@@ -556,7 +655,22 @@ class World:
         self.shifts[agent_name] = normal
         agent = self.agent(agent_name)
         agent.shift = normal
+        mounts = dict(normal)
+        if self.mode == 'core':
+            # ACRES Core has no camera: it applies the actuator and the LiDAR offsets only.
+            mounts.pop('camera_offset_m')
+            mounts.pop('camera_offset_rpy_deg')
+        agent.sensor_layout = scene.shifted_layout(agent.layout, mounts)
+        agent.last_scan = None
+        agent.last_image = None
         return normal
+
+    def view_renderer(self) -> Callable[[], bytes]:
+        """Return a function that renders the main view now seen, as PNG bytes."""
+        agents = [(agent.vehicle, agent.body_pose()) for agent in self.agents]
+        props = [prop.scene_prop() for prop in self.props.values()]
+        terrain = self.terrain
+        return lambda: scene.render_view_png(agents, props, terrain)
 
     # --- the farm -----------------------------------------------------------------------------
 
@@ -675,3 +789,20 @@ def _spawn_poses() -> list[tuple[float, float, float]]:
 def _is_number(value: Any) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
+
+
+def _mix64(value: int) -> int:
+    """Return the splitmix64 finaliser of a 64-bit value: a cheap, well-mixed hash."""
+    value = (value + 0x9E3779B97F4A7C15) & _MASK64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return value ^ (value >> 31)
+
+
+def _quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> list[float]:
+    """Return [x, y, z, w] of R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
+    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
+    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
+    return [sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy]
