@@ -230,10 +230,13 @@ def test_truncated_frame_is_a_frame_error_that_is_not_recoverable():
     assert not info.value.recoverable
 
 
-def test_truncated_header_is_a_frame_error():
-    reader = FrameReader(ChunkedSocket(session_bytes()[0][:20]))
+def test_truncated_header_is_a_frame_error_of_no_type():
+    reader = FrameReader(ChunkedSocket(session_bytes()[0] + session_bytes()[3][:20]))
+    reader.read_frame()
+    assert reader.last_header.frame_type == FrameType.HELLO
     with pytest.raises(FrameError, match='after 20 of 32 bytes'):
         reader.read_frame()
+    assert reader.last_header is None
 
 
 def test_bad_magic_mid_stream_is_a_frame_error_that_is_not_recoverable():

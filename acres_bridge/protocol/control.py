@@ -47,8 +47,7 @@ from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
 from acres_bridge.protocol.transport import describe_socket_error
-from acres_bridge.protocol.transport import require_loopback
-from acres_bridge.protocol.transport import require_port
+from acres_bridge.protocol.transport import ReconnectingClient
 from acres_bridge.protocol.transport import shutdown_socket
 
 logger = logging.getLogger(__name__)
@@ -73,7 +72,7 @@ class _Pending:
     on_progress: Callable[[Message], None] | None
 
 
-class ControlClient:
+class ControlClient(ReconnectingClient):
     """
     Send requests to the simulator control channel from any thread and get futures back.
 
@@ -93,6 +92,8 @@ class ControlClient:
     :raises TransportError: for a host that is not loopback or a port out of range.
     """
 
+    _kind = 'control channel'
+
     def __init__(self, host: str = '127.0.0.1', port: int = DEFAULT_PORT, *,
                  timeout_s: float = 10.0, reconnect_s: float = 1.0,
                  on_event: Callable[[Message], None] | None = None,
@@ -100,63 +101,38 @@ class ControlClient:
                  name: str = 'control', connect_timeout_s: float = 2.0,
                  send_timeout_s: float = 5.0) -> None:
         _check_timeout(timeout_s)
-        self.port = require_port(port)
-        self.address = require_loopback(host)
-        self.name = name
+        super().__init__(
+            host, port, name=name,
+            thread_name='control-rx' if name == 'control' else f'control-rx:{name}',
+            on_connection=on_connection, reconnect_s=reconnect_s,
+            connect_timeout_s=connect_timeout_s,
+            counters=('requests', 'replies', 'timeouts', 'late_replies', 'unknown_replies',
+                      'replies_without_id', 'bad_lines', 'events', 'progress_events',
+                      'orphan_progress', 'failed_on_close', 'refused_disconnected',
+                      'send_failures'))
         self.timeout_s = timeout_s
-        self._reconnect_s = reconnect_s
-        self._connect_timeout_s = connect_timeout_s
         self._send_timeout_s = send_timeout_s
         self._on_event = on_event
-        self._on_connection = on_connection
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()          # the state below
         self._send_lock = threading.Lock()     # one writer at a time, ids in send order
-        self._stop = threading.Event()
         self._wake_rx, self._wake_tx = socket.socketpair()
         self._wake_rx.setblocking(False)
         self._wake_tx.setblocking(False)
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
         self._pending: dict[int, _Pending] = {}
         self._deadlines: list[tuple[float, int]] = []
         self._timed_out: collections.OrderedDict[int, str] = collections.OrderedDict()
         self._round_trips: collections.deque[float] = collections.deque(maxlen=_ROUND_TRIPS)
-        self._connected = False
-        self._reason = 'not started'
-        self._reported: tuple[bool, str] | None = None
-        self._counts = dict.fromkeys(
-            ('connections', 'reconnects', 'connect_failures', 'disconnects', 'requests',
-             'replies', 'timeouts', 'late_replies', 'unknown_replies', 'replies_without_id',
-             'bad_lines', 'events', 'progress_events', 'orphan_progress', 'failed_on_close',
-             'refused_disconnected', 'send_failures', 'callback_errors'), 0)
 
     # --- control -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the reader thread (once); it connects and keeps reconnecting."""
-        if self._thread is not None:
-            raise RuntimeError(f'control client {self.name!r} already started')
-        thread_name = 'control-rx' if self.name == 'control' else f'control-rx:{self.name}'
-        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
-        self._thread.start()
-
     def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the thread, fail every pending request with ControlUnavailable and join."""
-        self._stop.set()
-        self._wake()
+        super().stop(timeout_s)
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout_s)
         if thread is None or not thread.is_alive():
-            self._fail_pending('client stopped')
+            self._closed('client stopped')
             self._wake_rx.close()
             self._wake_tx.close()
-
-    @property
-    def connected(self) -> bool:
-        """Return whether the channel is connected."""
-        return self._connected
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -175,11 +151,8 @@ class ControlClient:
         ``round_trip_max_ms`` (over the last 256 replies, None before one).
         """
         with self._lock:
-            snapshot: dict[str, Any] = {
-                'name': self.name, 'address': self.address, 'port': self.port,
-                'connected': self._connected, 'reason': self._reason,
-                'pending': len(self._pending), **self._counts,
-            }
+            snapshot = self._connection_stats()
+            snapshot['pending'] = len(self._pending)
             round_trips = sorted(self._round_trips)
         snapshot['round_trip_p50_ms'] = (
             round_trips[len(round_trips) // 2] * 1e3 if round_trips else None)
@@ -288,47 +261,16 @@ class ControlClient:
 
     # --- the reader thread -------------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                reason = self._connect_and_serve()
-                self._fail_pending(reason)
-                if self._stop.is_set():
-                    break
-                self._report(False, reason)
-                self._stop.wait(self._reconnect_s)
-        except Exception:
-            logger.exception('control channel %s: the reader thread failed', self.name)
-            raise
-        finally:
-            self._fail_pending('client stopped')
-            self._report(False, 'stopped')
+    def _configure(self, sock: socket.socket) -> None:
+        sock.settimeout(self._send_timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def _connect_and_serve(self) -> str:
-        try:
-            sock = socket.create_connection((self.address, self.port),
-                                            timeout=self._connect_timeout_s)
-        except OSError as exc:
-            with self._lock:
-                self._counts['connect_failures'] += 1
-            return f'cannot connect to {self.address}:{self.port}: {describe_socket_error(exc)}'
-        try:
-            sock.settimeout(self._send_timeout_s)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._sock = sock
-                self._counts['connections'] += 1
-                self._counts['reconnects'] = self._counts['connections'] - 1
-            if self._stop.is_set():
-                return 'stopped'
-            self._report(True, f'connected to {self.address}:{self.port}')
-            return self._serve(sock)
-        finally:
-            with self._lock:
-                self._sock = None
-            shutdown_socket(sock)
-            with self._send_lock:      # no sender is inside sendall() when the fd closes
-                sock.close()
+    def _interrupt(self) -> None:
+        self._wake()
+
+    def _close_socket(self, sock: socket.socket) -> None:
+        with self._send_lock:      # no sender is inside sendall() when the fd closes
+            sock.close()
 
     def _serve(self, sock: socket.socket) -> str:
         buffer = bytearray()
@@ -394,8 +336,7 @@ class ControlClient:
         if not isinstance(message, dict):
             if line.strip():
                 self._count('bad_lines')
-                logger.warning('control channel %s: skipped a line that is not a JSON '
-                               'object: %.120r', self.name, line)
+                self._warn('skipped a line that is not a JSON object: %.120r', line)
             return
         request_id = message.get('id')
         if 'event' in message:
@@ -407,8 +348,8 @@ class ControlClient:
             return
         if type(request_id) is not int:
             self._count('replies_without_id')
-            logger.warning('control channel %s: reply without an id: result %s, error %r',
-                           self.name, message.get('result'), message.get('error'))
+            self._warn('reply without an id: result %s, error %r', message.get('result'),
+                       message.get('error'))
             return
         with self._lock:
             pending = self._pending.pop(request_id, None)
@@ -430,8 +371,7 @@ class ControlClient:
             logger.info('control channel %s: dropped the late reply to %s (id %d)',
                         self.name, late_op, request_id)
         else:
-            logger.warning('control channel %s: dropped a reply to unknown id %d',
-                           self.name, request_id)
+            self._warn('dropped a reply to unknown id %d', request_id)
 
     def _handle_progress(self, request_id: Any, message: Message) -> None:
         with self._lock:
@@ -440,20 +380,11 @@ class ControlClient:
         if pending is not None and pending.on_progress is not None:
             self._call('on_progress', pending.on_progress, message)
 
-    def _call(self, which: str, callback: Callable[..., None] | None, *args: Any) -> None:
-        if callback is None:
-            return
-        try:
-            callback(*args)
-        except Exception:
-            self._count('callback_errors')
-            logger.exception('control channel %s: %s raised', self.name, which)
-
     def _count(self, key: str) -> None:
         with self._lock:
             self._counts[key] += 1
 
-    def _fail_pending(self, reason: str) -> None:
+    def _closed(self, reason: str) -> None:
         with self._lock:
             pending = list(self._pending.items())
             self._pending.clear()
@@ -463,21 +394,6 @@ class ControlClient:
             _fail(waiting.future, ControlUnavailable(
                 f'control channel closed before the reply to {waiting.op} (id {request_id}): '
                 f'{reason}', request_id=request_id, op=waiting.op))
-
-    def _report(self, connected: bool, reason: str) -> None:
-        with self._lock:
-            if self._connected and not connected:
-                self._counts['disconnects'] += 1
-            self._connected = connected
-            self._reason = reason
-            if (connected, reason) == self._reported:
-                return
-            self._reported = (connected, reason)
-        if connected:
-            logger.info('control channel %s: %s', self.name, reason)
-        else:
-            logger.warning('control channel %s: disconnected: %s', self.name, reason)
-        self._call('on_connection', self._on_connection, connected, reason)
 
     def _wake(self) -> None:
         try:

@@ -187,8 +187,8 @@ class FrameReader:
         while True:
             if self._stop.is_set():
                 raise TransportError('stopped')
-            self._read_exact(self._header_view, HEADER_SIZE, boundary=True)
             self.last_header = None
+            self._read_exact(self._header_view, HEADER_SIZE, boundary=True)
             header = decode_header(self._header)
             self.last_header = header
             kind = header.frame_type
@@ -267,7 +267,169 @@ def _percentile(ordered: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-class SensorStreamClient:
+class ReconnectingClient:
+    """
+    The thread, the connection loop and the connection counters of a socket client.
+
+    The thread connects to ``address:port``, hands the socket to ``_serve`` until it returns
+    the reason the connection ended, and tries again every ``reconnect_s`` until ``stop()``.
+    ``on_connection(connected, reason)`` runs on that thread when the state or the reason of
+    a failure changes, so a port that keeps refusing is reported once.
+    """
+
+    _kind = 'socket'
+
+    def __init__(self, host: str, port: int, *, name: str, thread_name: str,
+                 on_connection: Callable[[bool, str], None] | None, reconnect_s: float,
+                 connect_timeout_s: float, counters: tuple[str, ...]) -> None:
+        self.port = require_port(port)
+        self.address = require_loopback(host)
+        self.name = name
+        self._thread_name = thread_name
+        self._on_connection = on_connection
+        self._reconnect_s = reconnect_s
+        self._connect_timeout_s = connect_timeout_s
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._connected = False
+        self._reason = 'not started'
+        self._reported: tuple[bool, str] | None = None
+        self._callback_log = LogThrottle(5.0)
+        self._problem_log = LogThrottle(5.0)
+        self._log = logging.getLogger(type(self).__module__)
+        self._counts = dict.fromkeys(
+            ('connections', 'reconnects', 'connect_failures', 'disconnects', 'callback_errors',
+             *counters), 0)
+
+    def start(self) -> None:
+        """Start the thread (once); it connects and keeps reconnecting until ``stop()``."""
+        if self._thread is not None:
+            raise RuntimeError(f'{self._kind} client {self.name!r} already started')
+        self._thread = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the thread: set the stop event, shut the socket down and join."""
+        self._stop.set()
+        self._interrupt()
+        with self._lock:
+            sock = self._sock
+        if sock is not None:
+            shutdown_socket(sock)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+
+    @property
+    def connected(self) -> bool:
+        """Return whether a connection is open."""
+        return self._connected
+
+    def _connection_stats(self) -> dict[str, Any]:
+        """Return the connection keys of ``stats``; call with the lock held."""
+        return {'name': self.name, 'address': self.address, 'port': self.port,
+                'connected': self._connected, 'reason': self._reason, **self._counts}
+
+    # --- hooks of the subclasses -------------------------------------------------------------
+
+    def _configure(self, sock: socket.socket) -> None:
+        """Set the options of a new connection before anyone else sees it."""
+
+    def _serve(self, sock: socket.socket) -> str:
+        """Use the connection until it ends; return why."""
+        raise NotImplementedError
+
+    def _closed(self, reason: str) -> None:
+        """Clean up after a connection ended (or at stop)."""
+
+    def _interrupt(self) -> None:
+        """Wake the thread when ``stop()`` is called."""
+
+    def _close_socket(self, sock: socket.socket) -> None:
+        sock.close()
+
+    # --- the thread --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                reason = self._connect_and_serve()
+                if self._stop.is_set():
+                    break
+                self._closed(reason)
+                self._report(False, reason)
+                self._stop.wait(self._reconnect_s)
+        except Exception:
+            self._log.exception('%s %s: the thread failed', self._kind, self.name)
+            raise
+        finally:
+            self._closed('client stopped')
+            self._report(False, 'stopped')
+
+    def _connect_and_serve(self) -> str:
+        try:
+            sock = socket.create_connection((self.address, self.port),
+                                            timeout=self._connect_timeout_s)
+        except OSError as exc:
+            with self._lock:
+                self._counts['connect_failures'] += 1
+            return f'cannot connect to {self.address}:{self.port}: {describe_socket_error(exc)}'
+        try:
+            self._configure(sock)
+            with self._lock:
+                self._sock = sock
+                self._counts['connections'] += 1
+                self._counts['reconnects'] = self._counts['connections'] - 1
+            if self._stop.is_set():
+                return 'stopped'
+            self._report(True, f'connected to {self.address}:{self.port}')
+            return self._serve(sock)
+        finally:
+            with self._lock:
+                self._sock = None
+            shutdown_socket(sock)
+            self._close_socket(sock)
+
+    def _report(self, connected: bool, reason: str) -> None:
+        with self._lock:
+            if self._connected and not connected:
+                self._counts['disconnects'] += 1
+            self._connected = connected
+            self._reason = reason
+            if (connected, reason) == self._reported:
+                return
+            self._reported = (connected, reason)
+        if connected or reason == 'stopped':
+            self._log.info('%s %s: %s', self._kind, self.name, reason)
+        else:
+            self._log.warning('%s %s: disconnected: %s', self._kind, self.name, reason)
+        self._call('on_connection', self._on_connection, connected, reason)
+
+    def _warn(self, text: str, *args: Any) -> None:
+        """Log a warning about the data at most once in 5 s, with the count held back."""
+        held = self._problem_log.ready()
+        if held is not None:
+            self._log.warning(f'%s %s: {text}%s', self._kind, self.name, *args,
+                              f' ({held} more since the last report)' if held else '')
+
+    def _call(self, which: str, callback: Callable[..., None] | None, *args: Any) -> None:
+        """Call back; count and log (at most once in 5 s) an exception instead of raising."""
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            with self._lock:
+                self._counts['callback_errors'] += 1
+            held = self._callback_log.ready()
+            if held is not None:
+                self._log.exception('%s %s: %s raised%s', self._kind, self.name, which,
+                                    f' ({held} more since the last report)' if held else '')
+
+
+class SensorStreamClient(ReconnectingClient):
     """
     Read one agent's sensor stream on a thread, reconnecting after any failure.
 
@@ -288,6 +450,8 @@ class SensorStreamClient:
     :raises TransportError: for a host that is not loopback or a port out of range.
     """
 
+    _kind = 'sensor stream'
+
     def __init__(self, host: str, port: int, *, name: str,
                  on_frame: Callable[[Frame], None],
                  on_connection: Callable[[bool, str], None] | None = None,
@@ -296,62 +460,27 @@ class SensorStreamClient:
                  read_timeout_s: float = READ_TIMEOUT_S,
                  max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
                  stats_window_s: float = 5.0) -> None:
-        self.port = require_port(port)
-        self.address = require_loopback(host)
-        self.name = name
+        super().__init__(host, port, name=name, thread_name=f'sensor-rx:{name}',
+                         on_connection=on_connection, reconnect_s=reconnect_s,
+                         connect_timeout_s=connect_timeout_s,
+                         counters=('bad_frames', 'unknown_frames', 'unknown_bytes',
+                                   'sequence_gaps'))
         self._on_frame = on_frame
-        self._on_connection = on_connection
         self._on_bad_frame = on_bad_frame
-        self._reconnect_s = reconnect_s
-        self._connect_timeout_s = connect_timeout_s
         self._read_timeout_s = read_timeout_s
         self._max_frame_bytes = max_frame_bytes
         self._window_s = stats_window_s
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None
-        self._connected = False
-        self._reported: tuple[bool, str] | None = None
-        self._bad_log = _Throttle(5.0)
-        self._callback_log = _Throttle(5.0)
         self._by_type = {int(kind): _TypeStats() for kind in FrameType}
-        self._counts = dict.fromkeys(
-            ('connections', 'reconnects', 'connect_failures', 'disconnects', 'bad_frames',
-             'unknown_frames', 'unknown_bytes', 'sequence_gaps', 'callback_errors'), 0)
-        self._reason = 'not started'
         self._last_bad_frame = ''
         self._connected_since: float | None = None
         self._started = time.monotonic()
         self._expected_sequence: int | None = None
 
-    # --- control -----------------------------------------------------------------------------
-
     def start(self) -> None:
         """Start the reader thread (once)."""
-        if self._thread is not None:
-            raise RuntimeError(f'sensor stream client {self.name!r} already started')
         self._started = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name=f'sensor-rx:{self.name}',
-                                        daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the thread: set the stop event, shut the socket down and join."""
-        self._stop.set()
-        with self._lock:
-            sock = self._sock
-        if sock is not None:
-            shutdown_socket(sock)
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout_s)
-
-    @property
-    def connected(self) -> bool:
-        """Return whether a connection is open."""
-        return self._connected
+        super().start()
 
     @property
     def hello(self) -> Hello | None:
@@ -377,13 +506,10 @@ class SensorStreamClient:
         now = time.monotonic()
         with self._lock:
             since = self._connected_since
-            snapshot: dict[str, Any] = {
-                'name': self.name, 'address': self.address, 'port': self.port,
-                'connected': self._connected, 'reason': self._reason,
-                'connected_for_s': None if since is None else now - since,
-                **self._counts, 'last_bad_frame': self._last_bad_frame,
-                'window_s': self._window_s,
-            }
+            snapshot = self._connection_stats()
+            snapshot['connected_for_s'] = None if since is None else now - since
+            snapshot['last_bad_frame'] = self._last_bad_frame
+            snapshot['window_s'] = self._window_s
             copied = {kind: (dataclasses.replace(stats, samples=None), list(stats.samples))
                       for kind, stats in self._by_type.items()}
         snapshot['frames'] = sum(stats.frames for stats, _ in copied.values())
@@ -415,49 +541,22 @@ class SensorStreamClient:
 
     # --- the reader thread -------------------------------------------------------------------
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                reason = self._connect_and_read()
-                if self._stop.is_set():
-                    break
-                self._report(False, reason)
-                self._stop.wait(self._reconnect_s)
-        except Exception:
-            logger.exception('sensor stream %s: the reader thread failed', self.name)
-            raise
-        finally:
-            self._report(False, 'stopped')
+    def _configure(self, sock: socket.socket) -> None:
+        sock.settimeout(self._read_timeout_s)
 
-    def _connect_and_read(self) -> str:
+    def _serve(self, sock: socket.socket) -> str:
+        reader = FrameReader(sock, stop=self._stop, max_frame_bytes=self._max_frame_bytes,
+                             on_skipped=self._count_skipped)
+        with self._lock:
+            self._reader = reader
+            self._connected_since = time.monotonic()
+            self._expected_sequence = None
         try:
-            sock = socket.create_connection((self.address, self.port),
-                                            timeout=self._connect_timeout_s)
-        except OSError as exc:
-            with self._lock:
-                self._counts['connect_failures'] += 1
-            return f'cannot connect to {self.address}:{self.port}: {describe_socket_error(exc)}'
-        try:
-            sock.settimeout(self._read_timeout_s)
-            reader = FrameReader(sock, stop=self._stop, max_frame_bytes=self._max_frame_bytes,
-                                 on_skipped=self._count_skipped)
-            with self._lock:
-                self._sock = sock
-                self._reader = reader
-                self._counts['connections'] += 1
-                self._counts['reconnects'] = self._counts['connections'] - 1
-                self._connected_since = time.monotonic()
-                self._expected_sequence = None
-            if self._stop.is_set():
-                return 'stopped'
-            self._report(True, f'connected to {self.address}:{self.port}')
             return self._read_loop(reader)
         finally:
             with self._lock:
-                self._sock = None
                 self._reader = None
                 self._connected_since = None
-            sock.close()
 
     def _read_loop(self, reader: FrameReader) -> str:
         while True:
@@ -471,10 +570,7 @@ class SensorStreamClient:
             except TransportError as exc:
                 return str(exc)
             self._count_frame(frame.header, isinstance(frame, HelloFrame))
-            try:
-                self._on_frame(frame)
-            except Exception:
-                self._callback_failed('on_frame')
+            self._call('on_frame', self._on_frame, frame)
 
     def _count_frame(self, header: FrameHeader, is_hello: bool) -> None:
         received = time.monotonic()
@@ -510,46 +606,11 @@ class SensorStreamClient:
                 self._by_type[header.frame_type].bad += 1
             if header is not None:
                 self._expected_sequence = (header.sequence + 1) & 0xFFFFFFFF
-        suppressed = self._bad_log.ready()
-        if suppressed is not None:
-            logger.warning('sensor stream %s: bad frame: %s%s', self.name, error,
-                           f' ({suppressed} more since the last report)' if suppressed else '')
-        if self._on_bad_frame is not None:
-            try:
-                self._on_bad_frame(error)
-            except Exception:
-                self._callback_failed('on_bad_frame')
-
-    def _callback_failed(self, which: str) -> None:
-        with self._lock:
-            self._counts['callback_errors'] += 1
-        suppressed = self._callback_log.ready()
-        if suppressed is not None:
-            logger.exception('sensor stream %s: %s raised%s', self.name, which,
-                             f' ({suppressed} more since the last report)' if suppressed else '')
-
-    def _report(self, connected: bool, reason: str) -> None:
-        with self._lock:
-            was_connected = self._connected
-            self._connected = connected
-            if was_connected and not connected:
-                self._counts['disconnects'] += 1
-            if (connected, reason) == self._reported:
-                return
-            self._reported = (connected, reason)
-            self._reason = reason
-        if connected:
-            logger.info('sensor stream %s: %s', self.name, reason)
-        else:
-            logger.warning('sensor stream %s: disconnected: %s', self.name, reason)
-        if self._on_connection is not None:
-            try:
-                self._on_connection(connected, reason)
-            except Exception:
-                self._callback_failed('on_connection')
+        self._warn('bad frame: %s', error)
+        self._call('on_bad_frame', self._on_bad_frame, error)
 
 
-class _Throttle:
+class LogThrottle:
     """Let one report through per interval and count the ones held back."""
 
     def __init__(self, interval_s: float) -> None:
