@@ -427,3 +427,26 @@ def test_bad_requests_are_refused_before_sending(started):
 def test_client_refuses_bad_hosts_and_ports(host, port, message):
     with pytest.raises(TransportError, match=message):
         ControlClient(host, port)
+
+
+def test_stop_from_inside_a_callback_ends_the_thread():
+    server = LineServer(echo)
+    stopped = threading.Event()
+    holder: list[ControlClient] = []
+
+    def on_event(message: dict) -> None:
+        holder[0].stop()
+        stopped.set()
+
+    client = ControlClient('127.0.0.1', server.port, on_event=on_event)
+    holder.append(client)
+    client.start()
+    try:
+        assert stopped.wait(WAIT_S)
+        client._thread.join(WAIT_S)
+        assert not client._thread.is_alive()
+        assert isinstance(client.request_async('get_state').exception(WAIT_S),
+                          ControlUnavailable)
+    finally:
+        client.stop()
+        server.close()
