@@ -56,6 +56,7 @@ from acres_bridge.emulator.terrain import Field
 from acres_bridge.emulator.terrain import ground_height
 from acres_bridge.emulator.terrain import ROW_SPACING_M
 from acres_bridge.emulator.terrain import Solid
+from acres_bridge.emulator.terrain import solid_tables
 from acres_bridge.emulator.terrain import SOIL_BGR
 from acres_bridge.emulator.terrain import SURFACE_BGR
 from acres_bridge.emulator.terrain import SURFACE_REFLECTIVITY
@@ -78,7 +79,7 @@ _SQRT_HALF = math.sqrt(0.5)
 _FLU_FROM_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 # Beams a step of the LiDAR works on at once: index and float64 temporaries stay below
 # malloc's mmap threshold (128 KiB) and come from the heap instead of fresh pages.
-_CHUNK_BEAMS = 8192
+_CHUNK_BEAMS = 16000
 _NOISE_FRAMES = 3
 _SUN = np.array([0.35, -0.45, 0.82]) / np.linalg.norm([0.35, -0.45, 0.82])
 _SKY_HORIZON_BGR = np.array([236.0, 218.0, 196.0], np.float32)
@@ -468,97 +469,17 @@ _ONE = np.float32(1.0)
 
 def _ground_hits(terrain: Terrain, origin: tuple[float, float, float], dx: np.ndarray,
                  dy: np.ndarray, dz: np.ndarray, t_max: float) -> np.ndarray:
-    """
-    Return the ray parameter of the first ground hit, FAR where none within t_max.
-
-    Starts on the tangent plane below the origin and takes two chord steps with its slope:
-    the ground's slope changes little, so the steps converge to millimetres. A ray whose steps
-    leave the range (grazing rays far away) keeps the plane's answer.
-    """
+    """Return the ray parameter of the ground hit (a plane), FAR where none within t_max."""
     ox, oy, oz = origin
-    h0, gx0, gy0 = (float(v) for v in terrain.height_and_gradient(ox, oy))
-    descent = gx0 * dx + gy0 * dy - dz
-    down = descent > 1e-4
-    limit = np.float32(2.0 * t_max)
-    plane = np.fmin(np.fmax(np.float32(oz - h0) / descent, 0.0), limit)
-    plane *= down
-    t = plane
-    for _ in range(2):
-        rise = oz + t * dz - terrain.height_at(ox + t * dx, oy + t * dy)
-        rise /= descent
-        t = t + rise
-    t = np.fmin(np.fmax(t, 0.0), limit)
-    t += ((t <= 0.0) | (t > t_max)) * (plane - t)
-    return _or_far(t, (t > 0.0) & (t <= t_max) & down)
+    h0, gx, gy = (float(v) for v in terrain.height_and_gradient(ox, oy))
+    descent = gx * dx + gy * dy - dz
+    t = np.float32(oz - h0) / descent
+    return _or_far(np.fmin(np.fmax(t, 0.0), FAR), (descent > 1e-6) & (t <= t_max) & (t > 0.0))
 
 
 def _or_far(t: np.ndarray, hit: np.ndarray) -> np.ndarray:
     """Return t where hit, FAR elsewhere; t must be finite and at most FAR."""
     return t * hit + ~hit * FAR
-
-
-def _hit_solid(solid: Solid, origin: tuple[float, float, float], dx: np.ndarray,
-               dy: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Return t (FAR on a miss) and the world normal (nx, ny, nz) at the hit of each ray."""
-    if solid.kind == 'box':
-        return _hit_box(solid, origin, dx, dy, dz)
-    return _hit_cylinder(solid, origin, dx, dy, dz)
-
-
-def _slab(low: float, high: float, start: float, direction: np.ndarray) -> tuple:
-    inverse = _ONE / direction
-    t1 = (low - start) * inverse
-    t2 = (high - start) * inverse
-    return np.fmin(t1, t2), np.fmax(t1, t2)
-
-
-def _hit_box(solid: Solid, origin, dx, dy, dz) -> tuple[np.ndarray, ...]:
-    c, s = math.cos(solid.yaw_rad), math.sin(solid.yaw_rad)
-    px, py = origin[0] - solid.x, origin[1] - solid.y
-    lx, ly = c * px + s * py, -s * px + c * py
-    ddx = c * dx + s * dy
-    ddy = c * dy - s * dx
-    xn, xf = _slab(-solid.half_x, solid.half_x, lx, ddx)
-    yn, yf = _slab(-solid.half_y, solid.half_y, ly, ddy)
-    zn, zf = _slab(solid.z_min, solid.z_max, origin[2], dz)
-    near = np.fmax(np.fmax(xn, yn), zn)
-    far = np.fmin(np.fmin(xf, yf), zf)
-    t = _or_far(np.fmin(np.fmax(near, 0.0), FAR), (near <= far) & (near > 0.0))
-    # The face that the ray enters faces against the ray along its axis.
-    face_x = near == xn
-    face_y = (near == yn) & ~face_x
-    face_z = ~(face_x | face_y)
-    nlx = face_x * -np.sign(ddx)
-    nly = face_y * -np.sign(ddy)
-    return t, c * nlx - s * nly, s * nlx + c * nly, face_z * -np.sign(dz)
-
-
-def _hit_cylinder(solid: Solid, origin, dx, dy, dz) -> tuple[np.ndarray, ...]:
-    px, py, oz = origin[0] - solid.x, origin[1] - solid.y, origin[2]
-    r = solid.radius
-    c = px * px + py * py - r * r
-    if c <= 0.0:
-        # The origin is inside the cylinder's footprint: sensors sit in no solid.
-        far = np.full(dx.shape, FAR, np.float32)
-        zero = np.zeros(dx.shape, np.float32)
-        return far, zero, zero, zero
-    a = dx * dx + dy * dy
-    b = px * dx + py * dy
-    disc = b * b - a * c
-    t = np.fmin(np.fmax((-b - np.sqrt(np.maximum(disc, 0.0))) / a, 0.0), FAR)
-    z_side = oz + t * dz
-    t = _or_far(t, (disc >= 0.0) & (t > 0.0) & (z_side >= solid.z_min)
-                & (z_side <= solid.z_max))
-    top = np.zeros(dx.shape, bool)
-    if oz > solid.z_max:
-        t_top = np.float32(solid.z_max - oz) / dz
-        hx = px + t_top * dx
-        hy = py + t_top * dy
-        t_top = np.fmin(np.fmax(t_top, 0.0), FAR)
-        top = (hx * hx + hy * hy <= r * r) & (t_top > 0.0) & (t_top < t)
-        t += top * (t_top - t)
-    side = ~top * np.float32(1.0 / r)
-    return t, (px + t * dx) * side, (py + t * dy) * side, top.astype(np.float32)
 
 
 def _enabled(layout: dict[str, Any], sensor: str) -> dict[str, Any]:
@@ -577,15 +498,165 @@ def _mount_in_world(body_pose: Pose, mount_rotation: np.ndarray,
             body_pose.position + body_rotation @ mount_position)
 
 
-def _solid_arrays(terrain: Terrain,
-                  props: Iterable[Prop]) -> tuple[list[Solid], np.ndarray, np.ndarray]:
-    """Return the static solids and those of the props, with centres (n, 3) and radii (n,)."""
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Solids:
+    """
+    The solids a sensor may see: centres (n, 3), radii, corners (n, 8, 3) and the tables of
+    ``terrain.solid_tables`` (params by kind, reflectivity, colour).
+    """
+
+    items: list[Solid]
+    centers: np.ndarray
+    radii: np.ndarray
+    corners: np.ndarray
+    params: dict[str, np.ndarray]
+
+
+def _solid_arrays(terrain: Terrain, props: Iterable[Prop]) -> _Solids:
+    """Return the static solids and those of the props."""
     extra = [prop.solid() for prop in props]
     if not extra:
-        return list(terrain.solids), terrain.solid_centers, terrain.solid_radii
-    return (list(terrain.solids) + extra,
-            np.concatenate([terrain.solid_centers, [solid.center for solid in extra]]),
-            np.concatenate([terrain.solid_radii, [solid.bounding_radius for solid in extra]]))
+        return _Solids(list(terrain.solids), terrain.solid_centers, terrain.solid_radii,
+                       terrain.solid_corners, terrain.solid_tables)
+    tables = solid_tables(extra)
+    return _Solids(
+        list(terrain.solids) + extra,
+        np.concatenate([terrain.solid_centers, [solid.center for solid in extra]]),
+        np.concatenate([terrain.solid_radii, [solid.bounding_radius for solid in extra]]),
+        np.concatenate([terrain.solid_corners, [solid.corners() for solid in extra]]),
+        {key: np.concatenate([terrain.solid_tables[key], table])
+         for key, table in tables.items()})
+
+
+def _box_hits(params: tuple, origin: tuple[float, float, float], dx: np.ndarray,
+              dy: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, ...]:
+    """
+    Return t (FAR on a miss) and the world normal of the hits of rays on boxes.
+
+    :param params: x, y, cos(yaw), sin(yaw), half_x, half_y, z_min, z_max: floats for one box
+        or arrays with one value per ray.
+    """
+    x, y, c, s, half_x, half_y, z_min, z_max = params
+    px, py = origin[0] - x, origin[1] - y
+    lx, ly = c * px + s * py, c * py - s * px
+    ddx = c * dx + s * dy
+    ddy = c * dy - s * dx
+    xn, xf = _slab(-half_x - lx, half_x - lx, ddx)
+    yn, yf = _slab(-half_y - ly, half_y - ly, ddy)
+    zn, zf = _slab(z_min - origin[2], z_max - origin[2], dz)
+    near = np.fmax(np.fmax(xn, yn), zn)
+    far = np.fmin(np.fmin(xf, yf), zf)
+    t = _or_far(np.fmin(np.fmax(near, 0.0), FAR), (near <= far) & (near > 0.0))
+    # The face that the ray enters faces against the ray along its axis.
+    face_x = near == xn
+    face_y = (near == yn) & ~face_x
+    face_z = ~(face_x | face_y)
+    nlx = face_x * -np.sign(ddx)
+    nly = face_y * -np.sign(ddy)
+    return t, c * nlx - s * nly, s * nlx + c * nly, face_z * -np.sign(dz)
+
+
+def _slab(low, high, direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    inverse = _ONE / direction
+    t1 = low * inverse
+    t2 = high * inverse
+    return np.fmin(t1, t2), np.fmax(t1, t2)
+
+
+def _cylinder_hits(params: tuple, origin: tuple[float, float, float], dx: np.ndarray,
+                   dy: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, ...]:
+    """
+    Return t (FAR on a miss) and the world normal of the hits of rays on upright cylinders.
+
+    :param params: x, y, radius, z_min, z_max: floats for one cylinder or arrays with one value
+        per ray. A ray from inside a cylinder's footprint misses it.
+    """
+    x, y, r, z_min, z_max = params
+    px, py, oz = origin[0] - x, origin[1] - y, origin[2]
+    c = px * px + py * py - r * r
+    a = dx * dx + dy * dy
+    b = px * dx + py * dy
+    disc = b * b - a * c
+    t = np.fmin(np.fmax((-b - np.sqrt(np.maximum(disc, 0.0))) / a, 0.0), FAR)
+    z_side = oz + t * dz
+    t = _or_far(t, (disc >= 0.0) & (t > 0.0) & (z_side >= z_min) & (z_side <= z_max)
+                & (c > 0.0))
+    t_top = np.fmin(np.fmax((z_max - oz) / dz, 0.0), FAR)
+    hx = px + t_top * dx
+    hy = py + t_top * dy
+    top = (hx * hx + hy * hy <= r * r) & (t_top > 0.0) & (t_top < t) & (c > 0.0)
+    t += top * (t_top - t)
+    side = ~top / r
+    return t, (px + t * dx) * side, (py + t * dy) * side, top.astype(np.float32)
+
+
+_KERNELS = {'box': _box_hits, 'cylinder': _cylinder_hits}
+
+
+# A block of rays with more rays than this is cast alone on its 2-D view; smaller blocks are
+# gathered into one batch per kind of solid, which pays numpy's per-call cost once.
+_BATCH_BLOCK = 2048
+
+
+def _cast_solids(solids: _Solids, picks: list[tuple[int, tuple[slice, slice]]],
+                 origin: tuple[float, float, float], rays: tuple[np.ndarray, ...],
+                 t: np.ndarray, outputs: list[np.ndarray], shade) -> None:
+    """
+    Cast blocks of rays against solids; where a solid is the nearest hit, shade the ray.
+
+    :param picks: (solid index, (rows, columns)) pairs: each solid and the block of the 2-D
+        ray grid that may hit it.
+    :param rays: dx, dy, dz: the ray directions, contiguous 2-D arrays of the grid.
+    :param t: the ray parameters so far (the ground), a contiguous 2-D array; lowered in place.
+    :param outputs: contiguous 2-D arrays of the grid that ``shade`` writes.
+    :param shade: ``shade(solid, dx, dy, dz, nx, ny, nz) -> values``, one value array per
+        output; ``solid`` is a solid index or an array of them, one per ray.
+    """
+    width = t.shape[1]
+    cast = []
+    batches: dict[str, tuple[list, list]] = {'box': ([], []), 'cylinder': ([], [])}
+    for index, block in picks:
+        rows, cols = block
+        kind = solids.items[index].kind
+        count = (rows.stop - rows.start) * (cols.stop - cols.start)
+        if count > _BATCH_BLOCK:
+            directions = tuple(a[block] for a in rays)
+            params = tuple(float(v) for v in solids.params[kind][index])
+            cast.append((block, index, directions) + _KERNELS[kind](params, origin,
+                                                                    *directions))
+        elif count > 0:
+            batches[kind][0].append((np.arange(rows.start, rows.stop)[:, None] * width
+                                     + np.arange(cols.start, cols.stop)).reshape(-1))
+            batches[kind][1].append(np.full(count, index))
+    flat_t = t.reshape(-1)
+    for kind, (targets, owners) in batches.items():
+        if targets:
+            target = np.concatenate(targets)
+            solid = np.concatenate(owners)
+            table = solids.params[kind][solid]
+            params = tuple(table[:, k] for k in range(table.shape[1]))
+            directions = tuple(np.take(a.reshape(-1), target) for a in rays)
+            cast.append((target, solid, directions) + _KERNELS[kind](params, origin,
+                                                                     *directions))
+    for target, _, _, ts, *_ in cast:
+        if isinstance(target, tuple):
+            np.fmin(t[target], ts, out=t[target])
+        else:
+            np.minimum.at(flat_t, target, ts)
+    for target, solid, directions, ts, *normal in cast:
+        if isinstance(target, tuple):
+            won = (ts < FAR) & (ts <= t[target])
+            if won.any():
+                for out, value in zip(outputs, shade(solid, *directions, *normal)):
+                    part = out[target]
+                    part += won * (value - part)
+        else:
+            won = np.flatnonzero((ts < FAR) & (ts <= np.take(flat_t, target)))
+            if won.size:
+                values = shade(solid[won], *(a[won] for a in directions),
+                               *(a[won] for a in normal))
+                for out, value in zip(outputs, values):
+                    out.reshape(-1)[target[won]] = value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -624,6 +695,7 @@ class _LidarTable:
     mount_position: np.ndarray
     noise: np.ndarray               # (2 * beams,) float32 standard normal pool
     chunks: tuple[slice, ...]       # whole columns, at most _CHUNK_BEAMS beams each
+    elevations: np.ndarray          # (rings,) radians, falling from ring 0
 
 
 @functools.lru_cache(maxsize=16)
@@ -649,7 +721,8 @@ def _lidar_table_cached(columns: int, rings: int, range_m: float, order: str,
                        np.ascontiguousarray(directions[:, 0]),
                        np.ascontiguousarray(directions[:, 1]),
                        np.ascontiguousarray(directions[:, 2]),
-                       rpy_to_matrix(rpy), np.array(position, dtype=np.float64), noise, chunks)
+                       rpy_to_matrix(rpy), np.array(position, dtype=np.float64), noise, chunks,
+                       elevation.copy())
 
 
 def _lidar_table(lidar: dict[str, Any]) -> _LidarTable:
@@ -665,32 +738,64 @@ def lidar_beam_directions(layout: dict[str, Any]) -> np.ndarray:
     return table.directions.reshape(table.columns, table.rings, 3).copy()
 
 
-def _column_segments(columns: int, clockwise: bool, vx: float, vy: float,
-                     radius: float) -> list[tuple[int, int]]:
+def _lidar_blocks(table: _LidarTable, solids: _Solids, rotation: np.ndarray,
+                  origin: np.ndarray) -> list[tuple[int, list[tuple[int, int]], slice]]:
     """
-    Return the column ranges [start, stop) whose beams may hit a sphere.
+    Return the solids within range and the beams that may hit each one.
 
-    :param vx: the x of the sphere's centre in the sensor frame.
-    :param vy: its y.
-    :param radius: its radius.
+    Each item is (index, column ranges [start, stop), ring slice). The azimuths come from the
+    corners of the solid's box in the sensor frame (exact for a box seen from outside), the
+    elevations from its heights and its nearest and farthest horizontal distance.
     """
-    distance = math.hypot(vx, vy)
-    if distance <= radius:
-        return [(0, columns)]
-    step = 2.0 * math.pi / columns
-    half = math.asin(radius / distance) / step
-    middle = math.atan2(vy, vx) / step
-    if clockwise:
-        middle = -middle
-    start = math.floor(middle - half) - 1
-    span = math.ceil(middle + half) + 2 - start
-    if span >= columns:
-        return [(0, columns)]
-    start %= columns
-    stop = start + span
-    if stop <= columns:
-        return [(start, stop)]
-    return [(start, columns), (0, stop - columns)]
+    offsets = solids.centers - origin
+    gap = np.sqrt(np.einsum('ij,ij->i', offsets, offsets)) - solids.radii
+    near = np.flatnonzero(gap < table.range_m)
+    if near.size == 0:
+        return []
+    center = offsets[near] @ rotation                               # (m, 3) sensor frame
+    corner = (solids.corners[near] - origin) @ rotation             # (m, 8, 3)
+    middle = np.arctan2(center[:, 1], center[:, 0])
+    turn = np.arctan2(corner[..., 1], corner[..., 0]) - middle[:, None]
+    turn = (turn + math.pi) % (2.0 * math.pi) - math.pi
+    distance = np.hypot(center[:, 0], center[:, 1])
+    reach = np.hypot(corner[..., 0] - center[:, None, 0],
+                     corner[..., 1] - center[:, None, 1]).max(axis=1)
+    closest = np.maximum(distance - reach, 0.05)
+    farthest = distance + reach
+    top, bottom = corner[..., 2].max(axis=1), corner[..., 2].min(axis=1)
+    margin = math.radians(0.5)
+    high = np.arctan2(top, np.where(top > 0.0, closest, farthest)) + margin
+    low = np.arctan2(bottom, np.where(bottom < 0.0, closest, farthest)) - margin
+    # Ring elevations fall from ring 0 on.
+    falling = -table.elevations
+    first = np.searchsorted(falling, -high, side='left')
+    last = np.searchsorted(falling, -low, side='right')
+    step = 2.0 * math.pi / table.columns
+    sign = -1.0 if table.clockwise else 1.0
+    blocks = []
+    for k, index in enumerate(near.tolist()):
+        if first[k] >= last[k]:
+            continue
+        rings = slice(int(first[k]), int(last[k]))
+        low_turn, high_turn = float(turn[k].min()), float(turn[k].max())
+        if high_turn - low_turn >= math.pi:
+            # The sensor is above or inside the footprint: every azimuth.
+            blocks.append((index, [(0, table.columns)], rings))
+            continue
+        ends = sorted((sign * (middle[k] + low_turn) / step,
+                       sign * (middle[k] + high_turn) / step))
+        start = math.floor(ends[0]) - 1
+        span = math.ceil(ends[1]) + 2 - start
+        if span >= table.columns:
+            blocks.append((index, [(0, table.columns)], rings))
+            continue
+        start %= table.columns
+        stop = start + span
+        if stop <= table.columns:
+            blocks.append((index, [(start, stop)], rings))
+        else:
+            blocks.append((index, [(start, table.columns), (0, stop - table.columns)], rings))
+    return blocks
 
 
 @np.errstate(invalid='ignore', divide='ignore', over='ignore')
@@ -731,27 +836,19 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
         # Near-level ground: the incidence cosine is the beam's downward component.
         np.multiply(np.take(SURFACE_REFLECTIVITY, surface), 0.3 + 0.7 * np.abs(cz),
                     out=reflect[part])
-    solids, centers, radii = _solid_arrays(terrain, props)
-    offsets = centers - origin_v
-    near = np.flatnonzero(np.sqrt(np.einsum('ij,ij->i', offsets, offsets)) - radii < range_m)
-    in_sensor = (offsets[near] @ rotation).tolist()
-    for index, (vx, vy, _) in zip(near.tolist(), in_sensor):
-        solid = solids[index]
-        for start, stop in _column_segments(table.columns, table.clockwise, vx, vy,
-                                            float(radii[index])):
-            part = slice(start * table.rings, stop * table.rings)
-            ox, oy, oz = dx[part], dy[part], dz[part]
-            ts, nx, ny, nz = _hit_solid(solid, origin, ox, oy, oz)
-            best = t[part]
-            closer = ts < best
-            if not closer.any():
-                continue
-            cosine = np.abs(nx * ox + ny * oy + nz * oz)
-            value = solid.reflectivity * (0.3 + 0.7 * cosine)
-            value -= reflect[part]
-            value *= closer
-            reflect[part] += value
-            np.fmin(best, ts, out=best)
+    grid = (table.columns, table.rings)
+    solids = _solid_arrays(terrain, props)
+    picks = [(index, (slice(start, stop), rings))
+             for index, columns, rings in _lidar_blocks(table, solids, rotation, origin_v)
+             for start, stop in columns]
+    reflectivity = solids.params['reflectivity']
+
+    def shade(solid, ox, oy, oz, nx, ny, nz):
+        cosine = np.abs(nx * ox + ny * oy + nz * oz)
+        return [np.take(reflectivity, solid) * (0.3 + 0.7 * cosine)]
+
+    _cast_solids(solids, picks, origin, (dx.reshape(grid), dy.reshape(grid), dz.reshape(grid)),
+                 t.reshape(grid), [reflect.reshape(grid)], shade)
     noise = table.noise[int(rng.integers(0, beams)):][:beams]
     jitter = table.noise[int(rng.integers(0, beams)):][:beams]
     out = np.empty((beams, 4), np.float32)
@@ -927,44 +1024,56 @@ def _project_optical(table: _CameraTable, optical: np.ndarray) -> tuple[np.ndarr
     return uv, inside
 
 
-def _solid_outline(solid: Solid) -> np.ndarray:
-    """Return points on the edges of a solid's bounding box, (n, 3) world."""
-    if solid.kind == 'box':
-        hx, hy, c, s = solid.half_x, solid.half_y, math.cos(solid.yaw_rad), math.sin(
-            solid.yaw_rad)
-    else:
-        hx = hy = solid.radius
-        c, s = 1.0, 0.0
-    fraction = np.linspace(-1.0, 1.0, 5)
-    ring = np.concatenate([
-        np.stack([fraction, np.full(5, -1.0)], 1), np.stack([fraction, np.full(5, 1.0)], 1),
-        np.stack([np.full(5, -1.0), fraction], 1), np.stack([np.full(5, 1.0), fraction], 1)])
-    lx, ly = ring[:, 0] * hx, ring[:, 1] * hy
-    x = solid.x + c * lx - s * ly
-    y = solid.y + s * lx + c * ly
-    heights = np.linspace(solid.z_min, solid.z_max, 3)
-    return np.stack([np.tile(x, 3), np.tile(y, 3), np.repeat(heights, len(x))], axis=1)
+def _edge_weights(samples: int) -> np.ndarray:
+    """Return weights (points, 8) that blend box corners into points along the 12 edges."""
+    edges = [(0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4),
+             (0, 4), (1, 5), (2, 6), (3, 7)]
+    rows = []
+    for a, b in edges:
+        for f in np.linspace(0.0, 1.0, samples):
+            weight = np.zeros(8)
+            weight[a] += 1.0 - f
+            weight[b] += f
+            rows.append(weight)
+    return np.array(rows)
 
 
-def _pixel_region(table: _CameraTable, solid: Solid, rotation: np.ndarray,
-                  origin: np.ndarray) -> tuple[slice, slice] | None:
-    """Return the block rows and columns of the low-resolution image a solid may cover."""
-    optical = (_solid_outline(solid) - origin) @ rotation
-    front = optical[:, 2] > 0.05
-    rows, cols = table.rays_x.shape
-    if not front.any():
-        return None
-    if not front.all():
-        return slice(0, rows), slice(0, cols)
+# Points on the edges of a box (corners and 3 inner points per edge): under the lens's
+# distortion an edge bends, so its ends alone do not bound its image.
+_EDGE_WEIGHTS = _edge_weights(5)
+
+
+def _pixel_regions(table: _CameraTable, corners: np.ndarray, rotation: np.ndarray,
+                   origin: np.ndarray) -> list[tuple[slice, slice] | None]:
+    """
+    Return the block rows and columns of the low-resolution image each solid may cover.
+
+    :param corners: (m, 8, 3) the corners of the solids' boxes in the world frame.
+    :return: one (rows, columns) pair of slices per solid, None for a solid out of view.
+    """
+    optical = (np.einsum('pk,mkj->mpj', _EDGE_WEIGHTS, corners) - origin) @ rotation
+    front = optical[..., 2] > 0.05
     uv, _ = _project_optical(table, optical)
     f = table.factor
-    u = (uv[:, 0] - (f - 1) / 2.0) / f
-    v = (uv[:, 1] - (f - 1) / 2.0) / f
-    c0, c1 = max(0, math.floor(u.min()) - 1), min(cols, math.ceil(u.max()) + 2)
-    r0, r1 = max(0, math.floor(v.min()) - 1), min(rows, math.ceil(v.max()) + 2)
-    if c0 >= c1 or r0 >= r1:
-        return None
-    return slice(r0, r1), slice(c0, c1)
+    u = (uv[..., 0] - (f - 1) / 2.0) / f
+    v = (uv[..., 1] - (f - 1) / 2.0) / f
+    rows, cols = table.rays_x.shape
+    c0 = np.maximum(np.floor(np.where(front, u, np.inf).min(axis=1)) - 1, 0)
+    c1 = np.minimum(np.ceil(np.where(front, u, -np.inf).max(axis=1)) + 2, cols)
+    r0 = np.maximum(np.floor(np.where(front, v, np.inf).min(axis=1)) - 1, 0)
+    r1 = np.minimum(np.ceil(np.where(front, v, -np.inf).max(axis=1)) + 2, rows)
+    regions = []
+    for k in range(len(corners)):
+        if not front[k].any():
+            regions.append(None)
+        elif not front[k].all():
+            # Partly behind the camera: the projection of the rest does not bound it.
+            regions.append((slice(0, rows), slice(0, cols)))
+        elif c0[k] >= c1[k] or r0[k] >= r1[k]:
+            regions.append(None)
+        else:
+            regions.append((slice(int(r0[k]), int(r1[k])), slice(int(c0[k]), int(c1[k]))))
+    return regions
 
 
 def _visible(table: _CameraTable, centers: np.ndarray, radii: np.ndarray,
@@ -982,9 +1091,8 @@ def _visible(table: _CameraTable, centers: np.ndarray, radii: np.ndarray,
 
 @np.errstate(invalid='ignore', divide='ignore', over='ignore')
 def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
-            scene: tuple[list[Solid], np.ndarray, np.ndarray], terrain: Terrain) -> np.ndarray:
+            solids: _Solids, terrain: Terrain) -> np.ndarray:
     """Return the low-resolution image (rows, cols, 3) uint8 BGR seen along the rays."""
-    solids, centers, radii = scene
     r = rotation.tolist()
     origin = tuple(float(v) for v in origin_v)
     shape = table.rays_x.shape
@@ -1019,24 +1127,18 @@ def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
             colour -= sky
             colour *= ground
             np.add(sky, colour, out=out[band])
-    for index in _visible(table, centers, radii, rotation, origin_v).tolist():
-        solid = solids[index]
-        region = _pixel_region(table, solid, rotation, origin_v)
-        if region is None:
-            continue
-        ts, nx, ny, nz = _hit_solid(solid, origin, dx[region], dy[region], dz[region])
-        best = t[region]
-        closer = ts < best
-        if not closer.any():
-            continue
+    visible = _visible(table, solids.centers, solids.radii, rotation, origin_v)
+    regions = _pixel_regions(table, solids.corners[visible], rotation, origin_v)
+    picks = [(index, region) for index, region in zip(visible.tolist(), regions)
+             if region is not None]
+    colours = solids.params['bgr']
+
+    def shade(solid, ox, oy, oz, nx, ny, nz):
         light = 0.55 + 0.45 * np.maximum(nx * _SUN[0] + ny * _SUN[1] + nz * _SUN[2], 0.0)
-        light *= closer
-        keep = 1.0 - closer
-        for channel, value in zip(channels, solid.bgr):
-            part = channel[region]
-            part *= keep
-            part += float(value) * light
-        np.fmin(best, ts, out=best)
+        bgr = colours[solid]
+        return [bgr[..., channel] * light for channel in range(3)]
+
+    _cast_solids(solids, picks, origin, (dx, dy, dz), t, channels, shade)
     small = np.empty(shape + (3,), np.uint8)
     for band in table.bands:
         tb = t[band]

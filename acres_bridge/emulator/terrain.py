@@ -23,14 +23,17 @@ channel seed's point (-38.71, -81.67) with the seed's edge distance (28.918 m); 
 plot of 84.968 m x 60 m (the seed's 5098.08 m2). The ICSC garage and its spawn pose lie in the
 yard south of field 53.
 
-The ground is gentle: ``height_at`` is 0.6392 m at the garage spawn pose and 0.14 m at the
-seed's field point, and slopes less than 1 degree. Everything here is fixed: the mutable farm
-state (crushed crop, water, ruts) belongs to the engine.
+The ground is a gentle plane (0.5 degree): ``height_at`` is 0.6392 m at the garage spawn pose
+and 0.14 m at the seed's field point, as the seed's replies give them. A plane keeps the ray
+cast exact and cheap. Everything here is fixed: the mutable farm state (crushed crop, water,
+ruts) belongs to the engine.
 """
 
 import dataclasses
 import functools
 import math
+
+from typing import Sequence
 
 import numpy as np
 
@@ -67,19 +70,15 @@ _CELL_FIELD = 0
 _CELL_YARD = 1
 _CELL_GRASS = 2
 
-# Ground height: H0 + A cos(KY (y - Y0)) + B sin(KX (x - X0)).
-_H0 = 0.1392
-_A = 0.5
-_KY = (math.pi / 2.0) / 58.8431
-_Y0 = -140.5131
-_B = 0.3
-_KX = 2.0 * math.pi / 410.0
-_X0 = -38.7097
+# The ground is a plane through the garage's spawn pose, falling gently to the north.
+GROUND_ANCHOR = (-38.7097, -140.5131, 0.6392)
+GROUND_SLOPE = (0.0021, -0.0084819)       # dh/dx, dh/dy
 
 
 def ground_height(x, y):
     """Return the height of the ground of the tile in metres (scalars or arrays)."""
-    return _H0 + _A * np.cos(_KY * (y - _Y0)) + _B * np.sin(_KX * (x - _X0))
+    return (GROUND_ANCHOR[2] + GROUND_SLOPE[0] * (x - GROUND_ANCHOR[0])
+            + GROUND_SLOPE[1] * (y - GROUND_ANCHOR[1]))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -143,6 +142,34 @@ class Solid:
         """Return the centre of the solid."""
         return self.x, self.y, 0.5 * (self.z_min + self.z_max)
 
+    def corners(self) -> np.ndarray:
+        """Return the 8 corners (8, 3) of a box that holds the solid (a cylinder's is upright)."""
+        if self.kind == 'box':
+            hx, hy, c, s = self.half_x, self.half_y, math.cos(self.yaw_rad), math.sin(
+                self.yaw_rad)
+        else:
+            hx, hy, c, s = self.radius, self.radius, 1.0, 0.0
+        lx = np.array([-hx, hx, hx, -hx] * 2)
+        ly = np.array([-hy, -hy, hy, hy] * 2)
+        z = np.array([self.z_min] * 4 + [self.z_max] * 4)
+        return np.stack([self.x + c * lx - s * ly, self.y + s * lx + c * ly, z], axis=1)
+
+
+def solid_tables(solids: Sequence[Solid]) -> dict[str, np.ndarray]:
+    """
+    Return float32 tables of the solids, one row per solid, for the vectorised ray casts.
+
+    'box': x, y, cos(yaw), sin(yaw), half_x, half_y, z_min, z_max; 'cylinder': x, y, radius,
+    z_min, z_max; 'reflectivity': (n,); 'bgr': (n, 3).
+    """
+    box = [(s.x, s.y, math.cos(s.yaw_rad), math.sin(s.yaw_rad), s.half_x, s.half_y, s.z_min,
+            s.z_max) for s in solids]
+    cylinder = [(s.x, s.y, max(s.radius, 1e-3), s.z_min, s.z_max) for s in solids]
+    return {'box': np.array(box, np.float32).reshape(-1, 8),
+            'cylinder': np.array(cylinder, np.float32).reshape(-1, 5),
+            'reflectivity': np.array([s.reflectivity for s in solids], np.float32),
+            'bgr': np.array([s.bgr for s in solids], np.float32).reshape(-1, 3)}
+
 
 def _crop_of(number: int) -> str:
     rest = number % 5
@@ -194,6 +221,8 @@ class Terrain:
         self.solids: tuple[Solid, ...] = tuple(_static_solids(self))
         self.solid_centers = np.array([s.center for s in self.solids])
         self.solid_radii = np.array([s.bounding_radius for s in self.solids])
+        self.solid_corners = np.array([s.corners() for s in self.solids])
+        self.solid_tables = solid_tables(self.solids)
 
     def surface_classes(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """
@@ -223,10 +252,7 @@ class Terrain:
 
     def height_and_gradient(self, x, y) -> tuple:
         """Return the height of the ground and its slopes dh/dx and dh/dy."""
-        ay = _KY * (y - _Y0)
-        ax = _KX * (x - _X0)
-        height = _H0 + _A * np.cos(ay) + _B * np.sin(ax)
-        return height, (_B * _KX) * np.cos(ax), (-_A * _KY) * np.sin(ay)
+        return ground_height(x, y), GROUND_SLOPE[0], GROUND_SLOPE[1]
 
     def classify(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """
@@ -316,38 +342,49 @@ def _tree(x: float, y: float, height: float, radius: float) -> list[Solid]:
     return [trunk, crown]
 
 
-def _building(x: float, y: float, length: float, width: float, height: float,
-              bgr: tuple[float, float, float], yaw_rad: float = 0.0) -> Solid:
+def _box(x: float, y: float, length: float, width: float, height: float,
+         bgr: tuple[float, float, float], reflectivity: float, yaw_rad: float = 0.0) -> Solid:
     return Solid('box', x, y, -0.5, height, half_x=length / 2.0, half_y=width / 2.0,
-                 yaw_rad=yaw_rad, bgr=bgr, reflectivity=96.0)
+                 yaw_rad=yaw_rad, bgr=bgr, reflectivity=reflectivity)
+
+
+_BUILDING = 96.0
+_FOLIAGE = 34.0
+_FOLIAGE_BGR = (44, 112, 52)
 
 
 def _static_solids(terrain: Terrain) -> list[Solid]:
-    """Return the buildings and trees of the tile (fixed, the same for every run)."""
+    """
+    Return the buildings, windbreaks, groves and trees of the tile (the same for every run).
+
+    A windbreak (a row of trees) is one box and a grove one wide cylinder: few solids keep the
+    sensors' ray casts cheap and still give the top view its structure.
+    """
     solids = [
         # The ICSC garage south of its spawn pose, a machine shed and a silo in its yard.
-        _building(-38.7, -166.0, 30.0, 20.0, 7.0, (176, 172, 168)),
-        _building(18.0, -182.0, 24.0, 16.0, 6.0, (60, 70, 150)),
+        _box(-38.7, -166.0, 30.0, 20.0, 7.0, (176, 172, 168), _BUILDING),
+        _box(18.0, -182.0, 24.0, 16.0, 6.0, (60, 70, 150), _BUILDING),
         Solid('cylinder', 32.0, -140.0, -0.5, 14.0, radius=3.5, bgr=(190, 196, 200),
               reflectivity=120.0),
         # The Beck lot (the yard to the east) and the yard to the west.
-        _building(122.4, -210.0, 40.0, 18.0, 8.0, (168, 168, 170)),
-        _building(-137.6, -190.0, 26.0, 14.0, 6.5, (70, 80, 160), yaw_rad=0.35),
+        _box(122.4, -210.0, 40.0, 18.0, 8.0, (168, 168, 170), _BUILDING),
+        _box(-137.6, -190.0, 26.0, 14.0, 6.5, (70, 80, 160), _BUILDING, yaw_rad=0.35),
+        # Windbreaks along the west and the south side of the garage yard.
+        _box(-62.0, -182.0, 4.0, 100.0, 9.0, _FOLIAGE_BGR, _FOLIAGE),
+        _box(12.0, -236.0, 70.0, 4.0, 8.0, _FOLIAGE_BGR, _FOLIAGE),
     ]
-    for y in np.arange(-232.0, -128.0, 13.0):
-        solids += _tree(-62.0, float(y), 9.0, 2.6)
-    for x in np.arange(-20.0, 50.0, 14.0):
-        solids += _tree(float(x), -236.0, 8.0, 2.4)
-    # Groves on the grass cells of the two southern rows, always the same.
+    for x, y in ((46.0, -205.0), (47.0, -172.0), (-8.0, -128.0)):
+        solids += _tree(x, y, 9.0, 2.6)
+    # One grove on each grass cell of the two southern rows.
     rng = np.random.default_rng(20261002)
     for row in (0, 1):
         for column in range(GRID_COLUMNS):
-            x0 = GRID_ORIGIN_XY[0] + column * PITCH_M
-            y0 = GRID_ORIGIN_XY[1] + row * PITCH_M
-            for _ in range(4):
-                x, y = rng.uniform(10.0, SQUARE_M - 10.0, 2)
-                solids += _tree(x0 + float(x), y0 + float(y), float(rng.uniform(6.0, 12.0)),
-                                float(rng.uniform(1.8, 3.2)))
+            x, y = rng.uniform(20.0, SQUARE_M - 20.0, 2)
+            solids.append(Solid(
+                'cylinder', GRID_ORIGIN_XY[0] + column * PITCH_M + float(x),
+                GRID_ORIGIN_XY[1] + row * PITCH_M + float(y), -0.5,
+                float(rng.uniform(7.0, 13.0)), radius=float(rng.uniform(6.0, 14.0)),
+                bgr=_FOLIAGE_BGR, reflectivity=_FOLIAGE))
     heights = ground_height(np.array([s.x for s in solids]), np.array([s.y for s in solids]))
     return [dataclasses.replace(s, z_min=s.z_min + float(h), z_max=s.z_max + float(h))
             for s, h in zip(solids, heights)]

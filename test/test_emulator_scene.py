@@ -1,0 +1,459 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The emulator's scene and sensor models: layouts, terrain, LiDAR, camera, INS, PNG."""
+
+import copy
+import io
+import json
+import math
+import pathlib
+
+import numpy as np
+from PIL import Image
+import pyproj
+import pytest
+
+from acres_bridge.emulator import geodesy
+from acres_bridge.emulator import scene
+from acres_bridge.emulator.terrain import Terrain
+from acres_bridge.protocol.frames import encode_hello_payload
+from acres_bridge.protocol.frames import InsField
+from acres_bridge.protocol.frames import parse_hello
+
+DATA = pathlib.Path(__file__).parent / 'data'
+GARAGE = (-38.7097, -140.5131)
+NORTH = math.pi / 2.0
+
+
+@pytest.fixture(scope='module')
+def terrain() -> Terrain:
+    return Terrain()
+
+
+@pytest.fixture(scope='module')
+def polaris() -> dict:
+    return scene.hello_layout('polaris', 'polaris')
+
+
+def _on_ground(terrain: Terrain, x: float, y: float, yaw: float = NORTH) -> scene.Pose:
+    return scene.Pose.from_xyz_yaw(x, y, float(terrain.height_at(x, y)), yaw)
+
+
+def _to_base(layout: dict, cloud: np.ndarray) -> np.ndarray:
+    """Return the points of a cloud in base_footprint, (columns, rings, 3)."""
+    lidar = layout['lidar']
+    return (cloud[..., :3] @ geodesy.rpy_to_matrix(lidar['rpy_deg']).T
+            + np.asarray(lidar['position_flu_m']))
+
+
+def _to_world(layout: dict, pose: scene.Pose, cloud: np.ndarray) -> np.ndarray:
+    return _to_base(layout, cloud) @ pose.rotation.T + pose.position
+
+
+# ---------------------------------------------------------------------------------------------
+# Hello layouts
+
+def test_polaris_layout_is_the_seed_example(polaris):
+    seed = json.loads((DATA / 'hello_polaris.json').read_text())
+    for key in ('schema', 'agent', 'vehicle', 'georeferenced', 'body_origin_flu_m'):
+        assert polaris[key] == seed[key]
+    for section in ('lidar', 'camera', 'ins'):
+        assert polaris[section] == seed[section], section
+    assert isinstance(polaris['mount_convention'], str) and 'Rz' in polaris['mount_convention']
+
+
+@pytest.mark.parametrize('vehicle', scene.VEHICLES)
+@pytest.mark.parametrize('mode', ['game', 'core'])
+def test_every_layout_parses_as_a_hello_frame(vehicle, mode):
+    layout = scene.hello_layout(vehicle, f'{vehicle}_1', mode=mode)
+    hello = parse_hello(encode_hello_payload(layout))
+    assert hello.agent == f'{vehicle}_1'
+    assert hello.vehicle == vehicle
+    assert hello.lidar.enabled and hello.ins.enabled
+    assert hello.camera.enabled == (mode == 'game')
+    assert hello.ins.utm_zone == 16
+    assert len(layout['camera']['d']) == 5
+    assert set(layout) == {'schema', 'agent', 'vehicle', 'georeferenced', 'mount_convention',
+                           'body_origin_flu_m', 'lidar', 'camera', 'ins'}
+
+
+def test_maxxum_has_an_8_ring_lidar_of_180_columns():
+    layout = scene.hello_layout('maxxum', 'maxxum')
+    assert (layout['lidar']['columns'], layout['lidar']['rings']) == (180, 8)
+    assert layout['lidar']['azimuth_order'] == 'cw'
+
+
+def test_layouts_are_fresh_copies_and_bad_names_are_refused():
+    first = scene.hello_layout('polaris', 'a')
+    first['lidar']['columns'] = 3
+    assert scene.hello_layout('polaris', 'a')['lidar']['columns'] == 1800
+    with pytest.raises(ValueError):
+        scene.hello_layout('tractor', 'a')
+    with pytest.raises(ValueError):
+        scene.hello_layout('polaris', 'a', mode='unreal')
+
+
+def test_shifted_layout_moves_the_mounts_and_keeps_the_original(polaris):
+    shifted = scene.shifted_layout(polaris, {'lidar_offset_m': [0.1, 0, 0],
+                                             'lidar_offset_rpy_deg': [0, 0.5, 0]})
+    assert shifted['lidar']['position_flu_m'][0] == pytest.approx(2.6)
+    assert shifted['lidar']['rpy_deg'][1] == pytest.approx(5.817, abs=0.02)
+    assert polaris['lidar']['position_flu_m'] == [2.5, 0, 2.039]
+    assert shifted['camera'] == polaris['camera']
+
+
+# ---------------------------------------------------------------------------------------------
+# Poses, props, places, utm
+
+def test_spawnables_and_prop_sizes_follow_the_seed():
+    assert [item['uri'] for item in scene.SPAWNABLES] == [
+        'prop:cone', 'prop:box', 'prop:bale_round', 'prop:bale_square', 'person']
+    assert scene.SPAWNABLES[0]['description'] == 'traffic cone, 0.7 m tall'
+    sizes = {uri: scene.Prop('p', uri, (0, 0, 0)).size_m for uri in
+             ('prop:cone', 'prop:box', 'prop:bale_round', 'prop:bale_square', 'person')}
+    assert sizes['prop:cone'][2] == 0.7
+    assert sizes['prop:box'] == (1.0, 1.0, 1.0)
+    assert sizes['prop:bale_round'][0] == 1.5
+    assert sizes['prop:bale_square'] == (2.4, 1.2, 0.9)
+    assert sizes['person'] == (0.5, 0.4, 1.75)
+    with pytest.raises(ValueError):
+        scene.Prop('p', 'prop:piano', (0, 0, 0))
+
+
+def test_named_poses_start_with_the_garage_of_the_seed():
+    garage = scene.NAMED_POSES[0]
+    assert garage['name'] == 'spawn-icsc-garage'
+    assert garage['tags'] == ['spawn', 'heading']
+    assert garage['pose']['position'] == [-38.7097, -140.5131, 0.6392]
+    assert garage['pose']['orientation'] == pytest.approx([0, 0, 0.7071, 0.7071], abs=1e-4)
+    assert len({place['name'] for place in scene.NAMED_POSES}) == len(scene.NAMED_POSES)
+
+
+def test_pose_normalises_and_reports_yaw():
+    pose = scene.Pose([1, 2, 3], [0, 0, 2, 2])
+    assert np.linalg.norm(pose.orientation) == pytest.approx(1.0)
+    assert pose.yaw_rad == pytest.approx(NORTH)
+    with pytest.raises(ValueError):
+        scene.Pose([0, 0, 0], [0, 0, 0, 0])
+
+
+def test_utm_state_reproduces_the_seed_entity_state():
+    pose = scene.Pose([-38.7087, -141.6659, 0.5935], [-0.0181, 0.0080, 0.7068, 0.7071])
+    utm = scene.utm_state(pose)
+    assert utm['easting'] == pytest.approx(500438.0926, abs=0.002)
+    assert utm['northing'] == pytest.approx(4479958.1254, abs=0.002)
+    assert utm['height'] == pytest.approx(0.5935)
+    assert utm['heading_deg'] == pytest.approx(0.0958, abs=0.01)
+
+
+def test_pose_from_utm_inverts_pose_to_utm():
+    pose = scene.Pose.from_xyz_yaw(120.0, -35.0, 0.4, 0.7)
+    position, orientation = scene.pose_to_utm(pose)
+    back = scene.pose_from_utm(position, orientation)
+    assert back.position == pytest.approx(pose.position, abs=1e-6)
+    assert back.yaw_rad == pytest.approx(0.7, abs=1e-9)
+    # In the utm frame the yaw counts from grid east: 0.7 rad less the grid rotation.
+    assert geodesy.quaternion_yaw(orientation) == pytest.approx(
+        0.7 - math.radians(geodesy.GRID_ROTATION_DEG), abs=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Terrain
+
+def test_fields_follow_the_seed_examples(terrain):
+    assert [field.number for field in terrain.fields] == list(range(1, 60))
+    assert terrain.field_at(-38.71, -81.67) == 53
+    assert terrain.edge_distance_m(-38.71, -81.67) == pytest.approx(28.918, abs=1e-3)
+    assert terrain.height_at(-38.71, -81.67) == pytest.approx(0.14, abs=0.005)
+    assert terrain.crop_at(-38.71, -81.67) == 'soybean'
+    field = terrain.field(48)
+    assert (field.name, field.crop) == ('F48', 'soybean')
+    assert field.area_m2 == pytest.approx(5098.08)
+    assert {f.crop for f in terrain.fields} == {'corn', 'soybean', 'potato', 'empty'}
+
+
+def test_the_garage_is_on_hard_ground_outside_the_fields(terrain):
+    assert terrain.field_at(*GARAGE) == 0
+    assert terrain.surface_at(*GARAGE) == 'hard'
+    assert terrain.edge_distance_m(*GARAGE) == 0.0
+    assert terrain.height_at(*GARAGE) == pytest.approx(0.6392)
+    assert terrain.surface_at(-38.71, -81.67) == 'soil'
+
+
+def test_the_sensor_raster_agrees_with_the_exact_surfaces(terrain):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-700.0, 600.0, 20000).astype(np.float32)
+    y = rng.uniform(-600.0, 900.0, 20000).astype(np.float32)
+    exact, _ = terrain.classify(x, y)
+    fast = terrain.surface_classes(x, y)
+    assert np.mean(exact == fast) > 0.995
+    far = terrain.surface_classes(np.array([np.inf, np.nan, -1e9], np.float32),
+                                  np.array([0.0, 0.0, 1e9], np.float32))
+    assert far.tolist() == [0, 0, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# LiDAR
+
+def test_a_scan_has_the_layout_shape_and_consistent_misses(terrain, polaris):
+    pose = _on_ground(terrain, *GARAGE)
+    cloud = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    assert cloud.shape == (1800, 32, 4) and cloud.dtype == np.float32
+    miss = ~np.isfinite(cloud[..., :3]).all(axis=-1)
+    assert np.isnan(cloud[..., :3][miss]).all()
+    assert (cloud[..., 3][miss] == 0).all()
+    intensity = cloud[..., 3][~miss]
+    assert intensity.min() >= 1 and intensity.max() <= 255
+    assert (intensity == np.rint(intensity)).all()
+    assert 30000 < (~miss).sum() < 57600
+
+
+def test_a_box_ahead_returns_at_its_distance_in_the_front_columns(terrain, polaris):
+    pose = _on_ground(terrain, *GARAGE)
+    ground = float(terrain.height_at(GARAGE[0], GARAGE[1] + 10.0))
+    box = scene.Prop('box1', 'prop:box', (GARAGE[0], GARAGE[1] + 10.0, ground))
+    empty = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    cloud = scene.lidar_scan(polaris, pose, [box], terrain, rng=np.random.default_rng(1))
+    base = _to_base(polaris, cloud)
+    changed = ~np.isclose(cloud[..., 0], empty[..., 0], equal_nan=True)
+    columns, _ = np.nonzero(changed)
+    assert changed.sum() > 20
+    # The box spans 9.5 m to 10.5 m ahead of base_footprint, 0.5 m to each side, 1 m high;
+    # the LiDAR sees its front face and, from above, its top.
+    x, y, z = base[..., 0][changed], base[..., 1][changed], base[..., 2][changed]
+    assert x.min() > 9.49 and x.max() < 10.51 and np.abs(y).max() < 0.51
+    bottom = ground - pose.position[2]      # the ground falls gently to the north
+    assert z.min() > bottom - 0.01 and z.max() < bottom + 1.01
+    front = np.abs(x - 9.5) < 0.01
+    assert front.sum() > 10 and np.abs(z[~front] - z[~front].mean()).max() < 0.02
+    # Column 0 looks straight ahead: the box spans about +-4 degrees about it.
+    offsets = np.where(columns > 900, columns - 1800, columns)
+    assert np.abs(offsets).max() <= 25
+
+
+@pytest.mark.parametrize('order', ['cw', 'ccw'])
+def test_the_columns_turn_in_the_azimuth_order(terrain, polaris, order):
+    layout = copy.deepcopy(polaris)
+    layout['lidar']['azimuth_order'] = order
+    pose = _on_ground(terrain, *GARAGE)
+    # A bale 6 m to the right of the vehicle, 8 m ahead.
+    x, y = GARAGE[0] + 6.0, GARAGE[1] + 8.0
+    bale = scene.Prop('bale', 'prop:bale_round', (x, y, float(terrain.height_at(x, y))))
+    empty = scene.lidar_scan(layout, pose, [], terrain, rng=np.random.default_rng(2))
+    cloud = scene.lidar_scan(layout, pose, [bale], terrain, rng=np.random.default_rng(2))
+    columns, _ = np.nonzero(~np.isclose(cloud[..., 0], empty[..., 0], equal_nan=True))
+    # The right side is a clockwise turn from ahead: columns 0..450 when cw, 1350..1800 ccw.
+    expected = 1800 * math.atan2(6.0, 8.0 - 2.5) / (2 * math.pi)
+    middle = np.median(columns)
+    assert middle == pytest.approx(expected if order == 'cw' else 1800 - expected, abs=15)
+
+
+def test_returns_beyond_the_range_are_nan_with_intensity_zero(terrain, polaris):
+    pose = _on_ground(terrain, *GARAGE)
+    short = copy.deepcopy(polaris)
+    short['lidar']['range_m'] = 12.0
+    full = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(4))
+    near = scene.lidar_scan(short, pose, [], terrain, rng=np.random.default_rng(4))
+    distance = np.linalg.norm(full[..., :3], axis=-1)
+    kept = np.isfinite(near[..., 0])
+    assert np.linalg.norm(near[..., :3], axis=-1)[kept].max() <= 12.01
+    beyond = np.isfinite(distance) & (distance > 12.05)
+    assert beyond.sum() > 1000
+    assert np.isnan(near[..., 0][beyond]).all()
+    assert (near[..., 3][beyond] == 0).all()
+
+
+def test_ground_returns_lie_on_the_ground(terrain, polaris):
+    # Field 5, in the north: no building, tree or grove within the range.
+    pose = _on_ground(terrain, -10.0, 730.0, yaw=0.3)
+    cloud = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(5))
+    hit = np.isfinite(cloud[..., 0])
+    world = _to_world(polaris, pose, cloud)[hit]
+    ground = terrain.height_at(world[:, 0], world[:, 1])
+    assert np.abs(world[:, 2] - ground).max() < 0.02
+    # A level vehicle on a gentle plane: near returns are at the ground, z ~ 0 in the base
+    # frame, so about -mount height below the LiDAR.
+    base = _to_base(polaris, cloud)[hit]
+    near = np.hypot(base[:, 0], base[:, 1]) < 15.0
+    assert np.abs(base[near, 2]).max() < 0.15
+    assert np.median(base[near, 2] - polaris['lidar']['position_flu_m'][2]) == pytest.approx(
+        -2.039, abs=0.1)
+
+
+def test_a_scan_is_deterministic_for_a_seed(terrain, polaris):
+    pose = _on_ground(terrain, -20.0, -120.0, yaw=1.2)
+    props = [scene.Prop('c', 'prop:cone', (-15.0, -112.0, 0.5))]
+    first = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(9))
+    second = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(9))
+    other = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(10))
+    assert np.array_equal(first, second, equal_nan=True)
+    assert not np.array_equal(first, other, equal_nan=True)
+
+
+def test_the_maxxum_scan_and_another_agent_are_seen(terrain):
+    layout = scene.hello_layout('maxxum', 'maxxum')
+    pose = _on_ground(terrain, *GARAGE)
+    other = scene.vehicle_prop('polaris', 'polaris', _on_ground(terrain, GARAGE[0],
+                                                                GARAGE[1] + 12.0))
+    cloud = scene.lidar_scan(layout, pose, [other], terrain, rng=np.random.default_rng(1))
+    assert cloud.shape == (180, 8, 4)
+    base = _to_base(layout, cloud)
+    # The Polaris's box starts 12 m ahead less its 0.55 m of rear overhang.
+    ahead = base[:3, :, 0][np.isfinite(base[:3, :, 0])]
+    assert np.any(np.abs(ahead - 11.45) < 0.05)
+
+
+def test_a_disabled_sensor_is_refused(terrain):
+    layout = scene.hello_layout('polaris', 'polaris', mode='core')
+    with pytest.raises(ValueError):
+        scene.camera_image(layout, _on_ground(terrain, *GARAGE), [], terrain,
+                           rng=np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Camera
+
+def test_an_image_has_the_layout_shape_with_sky_above_ground(terrain, polaris):
+    image = scene.camera_image(polaris, _on_ground(terrain, *GARAGE), [], terrain,
+                               rng=np.random.default_rng(0))
+    assert image.shape == (512, 896, 3) and image.dtype == np.uint8
+    top = image[:40].reshape(-1, 3).mean(axis=0)
+    assert top[0] > top[2] + 20                 # blue over red: sky
+    bottom = image[-60:].reshape(-1, 3).mean(axis=0)
+    assert abs(bottom[0] - bottom[2]) < 30      # grey concrete of the yard
+    maxxum = scene.hello_layout('maxxum', 'maxxum')
+    assert scene.camera_image(maxxum, _on_ground(terrain, *GARAGE), [], terrain,
+                              rng=np.random.default_rng(0)).shape == (480, 640, 3)
+
+
+def test_lidar_points_project_onto_the_objects_they_hit(terrain, polaris):
+    pose = _on_ground(terrain, *GARAGE)
+    props = [scene.Prop('box', 'prop:box', (GARAGE[0] - 1.0, GARAGE[1] + 12.0, 0.55)),
+             scene.Prop('w1', 'person', (GARAGE[0] + 3.0, GARAGE[1] + 16.0, 0.5)),
+             scene.Prop('cone', 'prop:cone', (GARAGE[0] - 5.0, GARAGE[1] + 8.0, 0.6))]
+    cloud = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(1))
+    empty = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    with_props = scene.camera_image(polaris, pose, props, terrain, rng=np.random.default_rng(1))
+    without = scene.camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    uv, inside = scene.project_points(polaris, cloud[..., :3])
+    on_props = ~np.isclose(cloud[..., 0], empty[..., 0], equal_nan=True) & inside
+    assert on_props.sum() > 50
+    pixels = np.rint(uv[on_props]).astype(int)
+    difference = np.abs(with_props[pixels[:, 1], pixels[:, 0]].astype(int)
+                        - without[pixels[:, 1], pixels[:, 0]].astype(int)).sum(axis=1)
+    # A point on a prop lands on the prop's pixels (the image has 4-pixel blocks and noise).
+    assert np.mean(difference > 30) > 0.9
+    ground = np.isfinite(empty[..., 0]) & ~on_props & scene.project_points(
+        polaris, empty[..., :3])[1]
+    uv_ground = np.rint(scene.project_points(polaris, empty[..., :3])[0][ground]).astype(int)
+    inside_image = ((uv_ground[:, 0] >= 0) & (uv_ground[:, 0] < 896) & (uv_ground[:, 1] >= 0)
+                    & (uv_ground[:, 1] < 512))
+    assert inside_image.all() and ground.sum() > 1000
+
+
+def test_the_lens_model_inverts(polaris):
+    lens = scene._camera_table(polaris['camera']).lens
+    x = np.linspace(-0.9, 0.9, 31)[:, None] * np.ones(31)
+    y = x.T * 0.6
+    xd, yd = lens.distort(x, y)
+    xu, yu = lens.undistort(xd, yd)
+    assert np.abs(xu - x).max() < 1e-6 and np.abs(yu - y).max() < 1e-6
+
+
+def test_an_image_is_deterministic_for_a_seed(terrain, polaris):
+    pose = _on_ground(terrain, 0.0, -100.0, yaw=0.4)
+    first = scene.camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(7))
+    second = scene.camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(7))
+    assert np.array_equal(first, second)
+
+
+# ---------------------------------------------------------------------------------------------
+# INS
+
+def _ins(layout, pose, seed=0, **kwargs):
+    return scene.ins_values(layout, pose, rng=np.random.default_rng(seed), **kwargs)
+
+
+def test_ins_at_the_seed_point_reads_like_the_seed(polaris):
+    pose = scene.Pose.from_xyz_yaw(-38.709, -141.667, 0.599, NORTH)
+    values = _ins(polaris, pose)
+    assert values.shape == (40,) and values.dtype == np.float64
+    assert values[InsField.UTM_E] == pytest.approx(500438.1, abs=0.1)
+    assert values[InsField.UTM_N] == pytest.approx(4479958.2, abs=0.1)
+    assert values[InsField.UTM_H] == pytest.approx(181.885, abs=0.1)
+    assert values[InsField.LAT] == pytest.approx(40.4703010, abs=2e-6)
+    assert values[InsField.LON] == pytest.approx(-86.9948318, abs=2e-6)
+    assert values[InsField.FIX_STATUS] == 2.0
+    assert values[InsField.UTM_ZONE] == 16.0
+    assert values[InsField.GRID_ROTATION_DEG] == geodesy.GRID_ROTATION_DEG
+    assert list(values[InsField.TRUTH_X:InsField.TRUTH_Z + 1]) == [-38.709, -141.667, 0.599]
+
+
+def test_ins_latitude_and_longitude_invert_its_utm_position(polaris):
+    to_geographic = pyproj.Transformer.from_crs('EPSG:6345', 'EPSG:6318', always_xy=True)
+    for k, (x, y) in enumerate([(-300.0, 500.0), (200.0, -400.0), (0.0, 0.0)]):
+        values = _ins(polaris, scene.Pose.from_xyz_yaw(x, y, 0.3, 0.5 * k), seed=k)
+        lon, lat = to_geographic.transform(values[InsField.UTM_E], values[InsField.UTM_N])
+        assert values[InsField.LAT] == pytest.approx(lat, abs=1e-9)
+        assert values[InsField.LON] == pytest.approx(lon, abs=1e-9)
+
+
+def test_ins_quaternions_rates_and_specific_force(polaris):
+    pose = scene.Pose([5.0, 6.0, 0.5], [0.01, -0.02, 0.38, 0.92])
+    values = _ins(polaris, pose, velocity_world=(0.0, 3.0, 0.0),
+                  angular_velocity_world=(0.0, 0.0, 0.2))
+    for start in (InsField.UTM_QX, InsField.ENU_QX, InsField.TRUTH_QX):
+        assert np.linalg.norm(values[start:start + 4]) == pytest.approx(1.0, abs=1e-9)
+    assert values[InsField.TRUTH_QX:InsField.TRUTH_QW + 1] == pytest.approx(pose.orientation)
+    body_velocity = pose.rotation.T @ [0.0, 3.0, 0.0]
+    assert values[InsField.TRUTH_SPEED] == body_velocity[0]
+    assert values[InsField.VEL_X:InsField.VEL_Z + 1] == pytest.approx(body_velocity, abs=0.03)
+    assert values[InsField.GYRO_Z] == pytest.approx((pose.rotation.T @ [0, 0, 0.2])[2],
+                                                    abs=0.005)
+    level = _ins(polaris, scene.Pose.from_xyz_yaw(0.0, 0.0, 0.0, 1.0))
+    assert level[InsField.ACCEL_Z] == pytest.approx(9.81, abs=0.05)
+    assert level[InsField.ENU_X:InsField.ENU_Z + 1] == pytest.approx([0, 0, 0], abs=0.08)
+    assert (level[InsField.COV_E:InsField.COV_U + 1] > 0).all()
+
+
+def test_ins_without_georeference_has_nans_and_no_fix(polaris):
+    values = _ins(polaris, scene.Pose.from_xyz_yaw(1.0, 2.0, 0.3, 0.2), georeferenced=False)
+    missing = list(range(0, 7)) + list(range(16, 22)) + [30, 31]
+    assert np.isnan(values[missing]).all()
+    assert values[InsField.FIX_STATUS] == -1.0
+    assert np.isfinite(np.delete(values, missing)).all()
+    layout = scene.hello_layout('polaris', 'polaris', georeferenced=False)
+    assert np.isnan(_ins(layout, scene.Pose.from_xyz_yaw(0, 0, 0, 0))[InsField.LAT])
+
+
+def test_ins_is_deterministic_for_a_seed(polaris):
+    pose = scene.Pose.from_xyz_yaw(10.0, 20.0, 0.5, 0.1)
+    assert np.array_equal(_ins(polaris, pose, seed=3), _ins(polaris, pose, seed=3))
+    assert not np.array_equal(_ins(polaris, pose, seed=3), _ins(polaris, pose, seed=4))
+
+
+# ---------------------------------------------------------------------------------------------
+# Main view
+
+@pytest.mark.parametrize('view', ['chase', 'top'])
+def test_the_main_view_is_a_png(terrain, view):
+    agents = [('polaris', _on_ground(terrain, *GARAGE)),
+              ('maxxum', _on_ground(terrain, GARAGE[0] + 8.0, GARAGE[1] + 5.0))]
+    png = scene.render_view_png(agents, [], terrain, view=view, width=320, height=180)
+    assert png.startswith(b'\x89PNG\r\n\x1a\n')
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    assert image.size == (320, 180) and image.mode == 'RGB'
+    assert len(np.unique(np.asarray(image).reshape(-1, 3), axis=0)) > 20
