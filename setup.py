@@ -1,0 +1,48 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+from glob import glob
+
+from setuptools import find_packages
+from setuptools import setup
+
+package_name = 'acres_bridge'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.xml')
+         + glob('config/*.rviz')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='acres_bridge maintainers',
+    maintainer_email='acres-bridge@example.com',
+    description='ROS 2 bridge of the ACRES farm simulator',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'sensor_bridge = acres_bridge.nodes.sensor_bridge:main',
+            'sim_control = acres_bridge.nodes.sim_control:main',
+            'acres_bridge = acres_bridge.nodes.bridge:main',
+            'acres_sim_emulator = acres_bridge.emulator.server:main',
+        ],
+    },
+)

@@ -1,0 +1,311 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Make a ROS 2 prefix in a virtual environment, from PyPI, without a ROS distribution.
+
+Steps, each skipped when its inputs have not changed since the last run (a stamp per step
+under <venv>/.acres-setup/):
+
+1. the venv itself, with the running python3 (3.11 to 3.13);
+2. tools/requirements.txt: the ROS 2 Kilted wheels, the build tools, numpy, the test tools;
+3. the wheels' CMake files name their build machine's Python (/opt/python/cp3XX-cp3XX/...):
+   those paths are rewritten to this interpreter's include directory and numpy's;
+4. the interface packages PyPI lacks, built with cmake against the venv and installed into it:
+   tf2_msgs and simulation_interfaces (shape 1.x or 2.x) from tools/interfaces/, and the
+   project's acres_interfaces from msg/. A build is cached under
+   ~/.cache/acres_bridge/interfaces/, keyed by its definitions, the Python version and the
+   requirements, so a warm machine restores it in a second;
+5. acres_bridge itself, editable.
+
+Run as `python3 tools/bootstrap.py [--venv .venv] [--simulation-interfaces 1|2]`. It stops at
+the first failing step with the step's name and the tail of its log.
+"""
+
+import argparse
+import hashlib
+import os
+from pathlib import Path
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ROOT / 'tools' / 'requirements.txt'
+CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'acres_bridge'
+WHEEL_PYTHON = re.compile(rb'/opt/python/cp3\d+-cp3\d+')
+SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
+
+
+class SetupError(RuntimeError):
+    """A step failed; the message names it."""
+
+
+def log(message: str) -> None:
+    print(f'[setup] {message}', flush=True)
+
+
+def digest(*parts: bytes | str | Path) -> str:
+    """Hash strings, bytes, files and whole directories (names and contents) together."""
+    sha = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            files = [part] if part.is_file() else sorted(p for p in part.rglob('*') if p.is_file())
+            for path in files:
+                sha.update(str(path.relative_to(part if part.is_dir() else part.parent)).encode())
+                sha.update(path.read_bytes())
+        else:
+            sha.update(part.encode() if isinstance(part, str) else part)
+        sha.update(b'\0')
+    return sha.hexdigest()[:20]
+
+
+def run(step: str, args: list[str], *, env: dict | None = None, log_path: Path | None = None,
+        cwd: Path | None = None) -> None:
+    """Run a command; on failure raise SetupError with the tail of its output."""
+    if log_path is None:
+        result = subprocess.run(args, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        output = result.stdout
+    else:
+        with open(log_path, 'w') as out:
+            result = subprocess.run(args, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        output = log_path.read_text(errors='replace')
+    if result.returncode != 0:
+        tail = '\n'.join(output.splitlines()[-40:])
+        where = f' (full log: {log_path})' if log_path else ''
+        raise SetupError(f'step "{step}" failed: {" ".join(map(str, args))}{where}\n{tail}')
+
+
+class Prefix:
+    """A venv that is also a ROS 2 prefix."""
+
+    def __init__(self, venv: Path, python: str):
+        self.venv = venv
+        self.base_python = python
+        self.python = venv / 'bin' / 'python'
+        self.stamps = venv / '.acres-setup'
+
+    def stamp_matches(self, step: str, key: str) -> bool:
+        path = self.stamps / f'{step}.stamp'
+        return path.is_file() and path.read_text().strip() == key
+
+    def write_stamp(self, step: str, key: str) -> None:
+        self.stamps.mkdir(parents=True, exist_ok=True)
+        (self.stamps / f'{step}.stamp').write_text(key + '\n')
+
+    def python_version(self) -> str:
+        out = subprocess.run([str(self.python), '-c',
+                              'import sys; print("%d.%d" % sys.version_info[:2])'],
+                             capture_output=True, text=True, env=self.plain_env())
+        return out.stdout.strip()
+
+    def plain_env(self) -> dict:
+        env = dict(os.environ)
+        for name in ('_ROS_WHEELS_BOOTSTRAP_COMPLETE', 'PYTHONPATH', 'AMENT_PREFIX_PATH',
+                     'CMAKE_PREFIX_PATH', 'PYTHONHOME'):
+            env.pop(name, None)
+        return env
+
+    def build_env(self) -> dict:
+        env = self.plain_env()
+        env['PATH'] = f'{self.venv / "bin"}{os.pathsep}{env.get("PATH", "")}'
+        env['AMENT_PREFIX_PATH'] = str(self.venv)
+        env['CMAKE_PREFIX_PATH'] = str(self.venv)
+        env['VIRTUAL_ENV'] = str(self.venv)
+        return env
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def ensure_venv(self) -> None:
+        if self.python.exists():
+            return
+        log(f'creating {self.venv} with {self.base_python}')
+        run('venv', [self.base_python, '-m', 'venv', str(self.venv)])
+        run('venv', [str(self.python), '-m', 'pip', 'install', '-q', '--upgrade', 'pip'],
+            env=self.plain_env())
+
+    def ensure_requirements(self) -> str:
+        key = digest(REQUIREMENTS, self.python_version())
+        if self.stamp_matches('requirements', key):
+            return key
+        log(f'installing {REQUIREMENTS.relative_to(ROOT)} (ROS 2 Kilted wheels, numpy, tools)')
+        self.stamps.mkdir(parents=True, exist_ok=True)
+        run('requirements', [str(self.python), '-m', 'pip', 'install', '-q',
+                             '--disable-pip-version-check', '-r', str(REQUIREMENTS)],
+            env=self.plain_env(), log_path=self.stamps / 'pip.log')
+        self.rewrite_wheel_cmake_paths()
+        self.write_stamp('requirements', key)
+        return key
+
+    def rewrite_wheel_cmake_paths(self) -> None:
+        """Point the wheels' CMake exports at this interpreter instead of their build machine's."""
+        probe = ('import sysconfig, numpy; '
+                 'print(sysconfig.get_paths()["include"]); print(numpy.get_include())')
+        out = subprocess.run([str(self.python), '-c', probe], capture_output=True, text=True,
+                             env=self.plain_env())
+        if out.returncode != 0:
+            raise SetupError(f'step "cmake paths" failed: {out.stderr.strip()}')
+        python_include, numpy_include = out.stdout.split()
+        patterns = [
+            (re.compile(rb'/opt/python/cp3\d+-cp3\d+/lib/python3\.\d+/site-packages/numpy/_core/'
+                        rb'include'), numpy_include.encode()),
+            (re.compile(rb'/opt/python/cp3\d+-cp3\d+/include/python3\.\d+'),
+             python_include.encode()),
+        ]
+        changed = 0
+        for path in self.venv.rglob('*.cmake'):
+            data = path.read_bytes()
+            if not WHEEL_PYTHON.search(data):
+                continue
+            for pattern, replacement in patterns:
+                data = pattern.sub(replacement, data)
+            path.write_bytes(data)
+            changed += 1
+        if changed:
+            log(f'pointed {changed} CMake files of the wheels at this Python')
+
+    def ensure_interface(self, name: str, source: Path, requirements_key: str,
+                         extra_key: str = '') -> str:
+        key = digest(source, self.python_version(), requirements_key, extra_key, name)
+        if self.stamp_matches(f'interface-{name}', key):
+            return key
+        cached = CACHE / 'interfaces' / f'{name}-{key}'
+        if not (cached / 'done').is_file():
+            self.build_interface(name, source, cached)
+        else:
+            log(f'{name}: restoring the cached build')
+        self.install_cached(cached)
+        self.write_stamp(f'interface-{name}', key)
+        return key
+
+    def build_interface(self, name: str, source: Path, cached: Path) -> None:
+        for tool in ('cmake', 'make', 'c++'):
+            if shutil.which(tool) is None:
+                raise SetupError(f'step "{name}" needs {tool}; install it '
+                                 f'(Debian: apt-get install cmake make g++)')
+        build = CACHE / 'build' / f'{name}-{self.venv.name}'
+        shutil.rmtree(build, ignore_errors=True)
+        shutil.rmtree(cached, ignore_errors=True)
+        build.mkdir(parents=True)
+        started = time.monotonic()
+        log(f'{name}: building from {source.relative_to(ROOT)} (cmake, a minute or two)')
+        env = self.build_env()
+        run(name, ['cmake', '-S', str(source), '-B', str(build),
+                   f'-DCMAKE_INSTALL_PREFIX={self.venv}', f'-DPython3_EXECUTABLE={self.python}',
+                   '-DBUILD_TESTING=OFF', '-DCMAKE_BUILD_TYPE=Release'],
+            env=env, log_path=build / 'configure.log')
+        run(name, ['cmake', '--build', str(build), '--parallel', str(os.cpu_count() or 2)],
+            env=env, log_path=build / 'build.log')
+        staging = cached / 'tree'
+        install_env = dict(env, DESTDIR=str(staging))
+        run(name, ['cmake', '--install', str(build)], env=install_env,
+            log_path=build / 'install.log')
+        (cached / 'prefix').write_text(str(self.venv))
+        (cached / 'done').write_text(f'{time.monotonic() - started:.0f} s\n')
+        shutil.rmtree(build, ignore_errors=True)
+        log(f'{name}: built in {time.monotonic() - started:.0f} s')
+
+    def install_cached(self, cached: Path) -> None:
+        """Copy a staged install into the venv, moving its prefix if it was built elsewhere."""
+        old_prefix = (cached / 'prefix').read_text().strip()
+        staged = cached / 'tree' / old_prefix.lstrip('/')
+        if not staged.is_dir():
+            raise SetupError(f'the cached build {cached} is incomplete; delete it and run again')
+        for path in staged.rglob('*'):
+            if path.is_dir():
+                continue
+            target = self.venv / path.relative_to(staged)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            if old_prefix != str(self.venv) and b'\0' not in data[:8192]:
+                data = data.replace(old_prefix.encode(), str(self.venv).encode())
+            if target.exists() or target.is_symlink():
+                target.unlink()
+            target.write_bytes(data)
+            shutil.copymode(path, target)
+
+    def ensure_project(self, requirements_key: str) -> None:
+        key = digest(ROOT / 'setup.py', ROOT / 'setup.cfg', ROOT / 'package.xml',
+                     requirements_key, str(ROOT))
+        if not self.stamp_matches('project', key):
+            log('installing acres_bridge (editable)')
+            run('project', [str(self.python), '-m', 'pip', 'install', '-q', '--no-deps',
+                            '--no-build-isolation', '--disable-pip-version-check', '-e',
+                            str(ROOT)],
+                env=self.plain_env(), log_path=self.stamps / 'project.log')
+            self.write_stamp('project', key)
+        self.link_share_files()
+
+    def link_share_files(self) -> None:
+        """
+        Link the package's share files into the prefix, as `colcon build --symlink-install`.
+
+        An editable pip install leaves setup.py's data_files out, but ament_index (and so
+        `ros2 launch acres_bridge ...` and the tests of the launch files) looks for them there.
+        """
+        share = self.venv / 'share' / 'acres_bridge'
+        share.mkdir(parents=True, exist_ok=True)
+        for name in ('package.xml', 'launch', 'config'):
+            link = share / name
+            if not link.is_symlink():
+                if link.is_dir():
+                    shutil.rmtree(link)
+                elif link.exists():
+                    link.unlink()
+                link.symlink_to(ROOT / name)
+        marker = self.venv / 'share' / 'ament_index' / 'resource_index' / 'packages'
+        marker.mkdir(parents=True, exist_ok=True)
+        (marker / 'acres_bridge').touch()
+
+
+def choose_python() -> str:
+    version = sys.version_info[:2]
+    if version not in SUPPORTED_PYTHONS:
+        raise SetupError(f'step "python" failed: Python {version[0]}.{version[1]} has no ROS 2 '
+                         'Kilted wheels; run this with Python 3.11, 3.12 or 3.13')
+    return sys.executable
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--venv', type=Path, default=ROOT / '.venv')
+    parser.add_argument('--simulation-interfaces', choices=('1', '2'), default='1',
+                        help='the shape of simulation_interfaces: 1 (1.6.1, Humble to Kilted) '
+                             'or 2 (2.1.0)')
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        prefix = Prefix(args.venv.resolve(), choose_python())
+        prefix.ensure_venv()
+        requirements_key = prefix.ensure_requirements()
+        interfaces = ROOT / 'tools' / 'interfaces'
+        prefix.ensure_interface('tf2_msgs', interfaces / 'tf2_msgs', requirements_key)
+        simif_key = prefix.ensure_interface(
+            'simulation_interfaces',
+            interfaces / f'simulation_interfaces-{args.simulation_interfaces}',
+            requirements_key)
+        prefix.ensure_interface('acres_interfaces', ROOT / 'msg', requirements_key, simif_key)
+        prefix.ensure_project(requirements_key)
+    except SetupError as exc:
+        print(f'[setup] FAILED: {exc}', file=sys.stderr, flush=True)
+        return 1
+    log(f'{args.venv} ready ({time.monotonic() - started:.1f} s)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
