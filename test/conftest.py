@@ -1,0 +1,99 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Shared fixtures: a local-only DDS graph per test run, rclpy contexts, the emulator.
+
+DDS discovery never leaves this machine: the environment is set before rclpy is imported by
+any test. Each run takes its own ROS_DOMAIN_ID (from the process id unless the caller set one),
+so two runs on one machine do not see each other.
+"""
+
+import os
+
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+os.environ['ROS_LOCALHOST_ONLY'] = '1'
+os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+# Humble reads ROS_LOCALHOST_ONLY, later distributions warn that it is deprecated.
+os.environ.setdefault('RCUTILS_LOGGING_SEVERITY_THRESHOLD', 'WARN')
+
+from collections.abc import Iterator  # noqa: E402
+import threading  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def ros_context() -> Iterator[object]:
+    """Give an initialised rclpy Context of its own, shut down after the test."""
+    rclpy = pytest.importorskip('rclpy')
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        yield context
+    finally:
+        context.try_shutdown()
+
+
+class SpinningExecutor:
+    """A multi-threaded executor spinning on a background thread, for integration tests."""
+
+    def __init__(self, context: object) -> None:
+        from rclpy.executors import MultiThreadedExecutor
+        self.executor = MultiThreadedExecutor(num_threads=4, context=context)
+        self._thread = threading.Thread(target=self._spin, name='test-executor', daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        from rclpy.executors import ExternalShutdownException
+        try:
+            self.executor.spin()
+        except ExternalShutdownException:
+            pass
+
+    def add(self, node: object) -> object:
+        self.executor.add_node(node)
+        return node
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self._thread.join(timeout=5.0)
+
+
+@pytest.fixture
+def spinning(ros_context: object) -> Iterator[SpinningExecutor]:
+    """Spin nodes added with ``spinning.add(node)`` until the test ends."""
+    spinner = SpinningExecutor(ros_context)
+    try:
+        yield spinner
+    finally:
+        spinner.shutdown()
+
+
+@pytest.fixture
+def emulator_factory() -> Iterator[object]:
+    """Start emulators on free loopback ports: ``emulator_factory(vehicles=..., mode=...)``."""
+    from acres_bridge.emulator.server import Emulator
+    started = []
+
+    def start(**options: object) -> Emulator:
+        emulator = Emulator(**options).start()
+        started.append(emulator)
+        return emulator
+
+    try:
+        yield start
+    finally:
+        for emulator in started:
+            emulator.stop()
