@@ -66,6 +66,14 @@ class SpinningExecutor:
         self.executor.add_node(node)
         return node
 
+    def wait(self, future: object, timeout_s: float = 10.0) -> object:
+        """Wait for an rclpy future that the executor completes; return its result."""
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s):
+            raise TimeoutError(f'no result within {timeout_s} s')
+        return future.result()
+
     def shutdown(self) -> None:
         self.executor.shutdown(timeout_sec=5.0)
         self._thread.join(timeout=5.0)
