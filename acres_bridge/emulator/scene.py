@@ -57,8 +57,8 @@ from acres_bridge.emulator.terrain import ground_height
 from acres_bridge.emulator.terrain import ROW_SPACING_M
 from acres_bridge.emulator.terrain import Solid
 from acres_bridge.emulator.terrain import solid_tables
-from acres_bridge.emulator.terrain import SOIL_BGR
-from acres_bridge.emulator.terrain import SURFACE_BGR
+from acres_bridge.emulator.terrain import SURFACE_MEAN_BGR
+from acres_bridge.emulator.terrain import SURFACE_STRIPE_BGR
 from acres_bridge.emulator.terrain import SURFACE_REFLECTIVITY
 from acres_bridge.emulator.terrain import Terrain
 
@@ -86,13 +86,16 @@ _SKY_HORIZON_BGR = np.array([236.0, 218.0, 196.0], np.float32)
 _SKY_ZENITH_BGR = np.array([205.0, 140.0, 86.0], np.float32)
 _FOG_M = 1400.0
 _CAMERA_FAR_M = 4000.0
-# Per surface class: the mean and the amplitude of the crop-row mix, the stripes of tilled
-# soil and the texture of grass.
-_ROW_MIX_MEAN = np.array([1.0, 1.0, 1.0, 0.55, 0.55, 0.55, 1.0], np.float32)
-_ROW_MIX_AMPLITUDE = np.array([0.0, 0.0, 0.0, 0.4, 0.4, 0.4, 0.0], np.float32)
-_STRIPE_TEXTURE = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.12], np.float32)
-_GRASS_TEXTURE = np.array([0.07, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float32)
-_CROP_MINUS_SOIL = np.ascontiguousarray((SURFACE_BGR - SOIL_BGR).T)
+# The look of the camera's rays by class: the ground's surface classes and then the sky (its
+# stripes are the elevation). Per channel, rows are the class: the mean less the horizon's
+# colour, and the amplitude of the stripes. A pixel is horizon + (mean - horizon) k +
+# amplitude k stripes, with k = exp(-distance / _FOG_M) the light that the haze lets through.
+_SKY = len(SURFACE_MEAN_BGR)
+_LOOK_MEAN = np.ascontiguousarray(
+    np.vstack([SURFACE_MEAN_BGR, _SKY_HORIZON_BGR]).T - _SKY_HORIZON_BGR[:, None])
+_LOOK_STRIPES = np.ascontiguousarray(
+    np.vstack([SURFACE_STRIPE_BGR, _SKY_ZENITH_BGR - _SKY_HORIZON_BGR]).T)
+_ROW_SPACING = np.append(ROW_SPACING_M, np.float32(1.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -609,7 +612,7 @@ def _cast_solids(solids: _Solids, picks: list[tuple[int, tuple[slice, slice]]],
     :param rays: dx, dy, dz: the ray directions, contiguous 2-D arrays of the grid.
     :param t: the ray parameters so far (the ground), a contiguous 2-D array; lowered in place.
     :param outputs: contiguous 2-D arrays of the grid that ``shade`` writes.
-    :param shade: ``shade(solid, dx, dy, dz, nx, ny, nz) -> values``, one value array per
+    :param shade: ``shade(solid, t, dx, dy, dz, nx, ny, nz) -> values``, one value array per
         output; ``solid`` is a solid index or an array of them, one per ray.
     """
     width = t.shape[1]
@@ -647,13 +650,13 @@ def _cast_solids(solids: _Solids, picks: list[tuple[int, tuple[slice, slice]]],
         if isinstance(target, tuple):
             won = (ts < FAR) & (ts <= t[target])
             if won.any():
-                for out, value in zip(outputs, shade(solid, *directions, *normal)):
+                for out, value in zip(outputs, shade(solid, ts, *directions, *normal)):
                     part = out[target]
                     part += won * (value - part)
         else:
             won = np.flatnonzero((ts < FAR) & (ts <= np.take(flat_t, target)))
             if won.size:
-                values = shade(solid[won], *(a[won] for a in directions),
+                values = shade(solid[won], ts[won], *(a[won] for a in directions),
                                *(a[won] for a in normal))
                 for out, value in zip(outputs, values):
                     out.reshape(-1)[target[won]] = value
@@ -843,7 +846,7 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
              for start, stop in columns]
     reflectivity = solids.params['reflectivity']
 
-    def shade(solid, ox, oy, oz, nx, ny, nz):
+    def shade(solid, ts, ox, oy, oz, nx, ny, nz):
         cosine = np.abs(nx * ox + ny * oy + nz * oz)
         return [np.take(reflectivity, solid) * (0.3 + 0.7 * cosine)]
 
@@ -943,6 +946,7 @@ class _CameraTable:
     rays_x: np.ndarray              # (rows, cols) float32 undistorted x / z of each block
     rays_y: np.ndarray
     ray_norm: np.ndarray            # |(x, y, 1)|
+    footprint: np.ndarray           # |(x, y, 1)|^2 x the angle of a block
     frustum: tuple[float, float]    # the largest |x / z| and |y / z| of the rays
     bands: tuple[slice, ...]        # row bands of at most _CHUNK_BEAMS blocks
     mount_rotation: np.ndarray      # optical -> base_footprint
@@ -979,6 +983,7 @@ def _camera_table_cached(width: int, height: int, fx: float, fy: float, cx: floa
     return _CameraTable(width, height, factor, fx, fy, cx, cy, lens,
                         x.astype(np.float32), y.astype(np.float32),
                         np.sqrt(x * x + y * y + 1.0).astype(np.float32),
+                        ((x * x + y * y + 1.0) * (factor / fx)).astype(np.float32),
                         (float(np.abs(x).max()) * 1.05 + 0.01,
                          float(np.abs(y).max()) * 1.05 + 0.01),
                         tuple(slice(k, k + band) for k in range(0, rows, band)), rotation,
@@ -1039,8 +1044,13 @@ def _edge_weights(samples: int) -> np.ndarray:
 
 
 # Points on the edges of a box (corners and 3 inner points per edge): under the lens's
-# distortion an edge bends, so its ends alone do not bound its image.
-_EDGE_WEIGHTS = _edge_weights(5)
+# distortion an edge bends, so its ends alone do not bound its image. _EDGE_PAIRS are the
+# neighbours along each edge, _NEAR_M the near plane of the camera.
+_EDGE_SAMPLES = 5
+_EDGE_WEIGHTS = _edge_weights(_EDGE_SAMPLES)
+_EDGE_PAIRS = tuple(np.array([k + i for k in range(0, len(_EDGE_WEIGHTS), _EDGE_SAMPLES)
+                              for i in range(_EDGE_SAMPLES - 1)]) + j for j in (0, 1))
+_NEAR_M = 0.05
 
 
 def _pixel_regions(table: _CameraTable, corners: np.ndarray, rotation: np.ndarray,
@@ -1048,32 +1058,36 @@ def _pixel_regions(table: _CameraTable, corners: np.ndarray, rotation: np.ndarra
     """
     Return the block rows and columns of the low-resolution image each solid may cover.
 
+    The bound is that of the points along the box's edges in front of the camera, and of the
+    points where the edges cross the near plane (they project to the image border that the
+    solid reaches).
+
     :param corners: (m, 8, 3) the corners of the solids' boxes in the world frame.
     :return: one (rows, columns) pair of slices per solid, None for a solid out of view.
     """
     optical = (np.einsum('pk,mkj->mpj', _EDGE_WEIGHTS, corners) - origin) @ rotation
-    front = optical[..., 2] > 0.05
-    uv, _ = _project_optical(table, optical)
+    z = optical[..., 2] - _NEAR_M
+    a, b = optical[:, _EDGE_PAIRS[0]], optical[:, _EDGE_PAIRS[1]]
+    za, zb = z[:, _EDGE_PAIRS[0]], z[:, _EDGE_PAIRS[1]]
+    crossing = za * zb < 0.0
+    with np.errstate(invalid='ignore', divide='ignore'):
+        fraction = np.where(crossing, za / (za - zb), 0.0)[..., None]
+    points = np.concatenate([optical, a + fraction * (b - a)], axis=1)
+    points[..., 2] = np.maximum(points[..., 2], _NEAR_M)
+    valid = np.concatenate([z >= 0.0, crossing], axis=1)
+    uv, _ = _project_optical(table, points)
     f = table.factor
     u = (uv[..., 0] - (f - 1) / 2.0) / f
     v = (uv[..., 1] - (f - 1) / 2.0) / f
     rows, cols = table.rays_x.shape
-    c0 = np.maximum(np.floor(np.where(front, u, np.inf).min(axis=1)) - 1, 0)
-    c1 = np.minimum(np.ceil(np.where(front, u, -np.inf).max(axis=1)) + 2, cols)
-    r0 = np.maximum(np.floor(np.where(front, v, np.inf).min(axis=1)) - 1, 0)
-    r1 = np.minimum(np.ceil(np.where(front, v, -np.inf).max(axis=1)) + 2, rows)
-    regions = []
-    for k in range(len(corners)):
-        if not front[k].any():
-            regions.append(None)
-        elif not front[k].all():
-            # Partly behind the camera: the projection of the rest does not bound it.
-            regions.append((slice(0, rows), slice(0, cols)))
-        elif c0[k] >= c1[k] or r0[k] >= r1[k]:
-            regions.append(None)
-        else:
-            regions.append((slice(int(r0[k]), int(r1[k])), slice(int(c0[k]), int(c1[k]))))
-    return regions
+    with np.errstate(invalid='ignore'):
+        c0 = np.clip(np.floor(np.where(valid, u, np.inf).min(axis=1)) - 1, 0, cols)
+        c1 = np.clip(np.ceil(np.where(valid, u, -np.inf).max(axis=1)) + 2, 0, cols)
+        r0 = np.clip(np.floor(np.where(valid, v, np.inf).min(axis=1)) - 1, 0, rows)
+        r1 = np.clip(np.ceil(np.where(valid, v, -np.inf).max(axis=1)) + 2, 0, rows)
+    seen = valid.any(axis=1) & (c0 < c1) & (r0 < r1)
+    return [(slice(int(r0[k]), int(r1[k])), slice(int(c0[k]), int(c1[k]))) if seen[k] else None
+            for k in range(len(corners))]
 
 
 def _visible(table: _CameraTable, centers: np.ndarray, radii: np.ndarray,
@@ -1098,7 +1112,6 @@ def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
     shape = table.rays_x.shape
     dx, dy, dz, t = (np.empty(shape, np.float32) for _ in range(4))
     channels = [np.empty(shape, np.float32) for _ in range(3)]
-    pixel_m = np.float32(table.factor / table.fx)
     for band in table.bands:
         x, y, norm = table.rays_x[band], table.rays_y[band], table.ray_norm[band]
         for row, out in zip(r, (dx[band], dy[band], dz[band])):
@@ -1108,46 +1121,43 @@ def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
         bx, by, bz = dx[band], dy[band], dz[band]
         tg = _ground_hits(terrain, origin, bx, by, bz, _CAMERA_FAR_M)
         t[band] = tg
-        ground = (tg < FAR).astype(np.float32)
+        sky = tg == FAR
         hx = origin[0] + tg * bx
-        hy = origin[1] + tg * by
-        surface = terrain.surface_classes(hx, hy)
-        spacing = np.take(ROW_SPACING_M, surface)
-        contrast = np.fmin(np.fmax(1.0 - tg * norm * pixel_m / spacing, 0.0), 1.0)
+        surface = terrain.surface_classes(hx, origin[1] + tg * by)
+        surface += sky * (_SKY - surface)
+        spacing = np.take(_ROW_SPACING, surface)
+        # A pixel's footprint on the ground: its size across the ray, stretched by the
+        # grazing angle; rows finer than it fade to their mean colour instead of aliasing.
+        footprint = tg * table.footprint[band] / (np.abs(bz) + np.float32(1e-3))
+        contrast = np.fmin(np.fmax(1.0 - footprint / spacing, 0.0), 1.0)
         stripes = np.cos(hx * np.float32(2.0 * math.pi) / spacing) * contrast
-        mix = np.take(_ROW_MIX_MEAN, surface) + np.take(_ROW_MIX_AMPLITUDE, surface) * stripes
-        texture = (1.0 + np.take(_STRIPE_TEXTURE, surface) * stripes
-                   + np.take(_GRASS_TEXTURE, surface) * (np.sin(0.9 * hx) * np.sin(0.7 * hy)))
         up = np.sqrt(np.fmin(np.fmax(2.0 * bz / norm, 0.0), 1.0))
+        stripes += sky * (up - stripes)
+        through = np.exp((tg * ~sky) * norm * np.float32(-1.0 / _FOG_M))
+        stripes *= through
         for channel, out in enumerate(channels):
-            soil = float(SOIL_BGR[channel])
-            colour = (soil + np.take(_CROP_MINUS_SOIL[channel], surface) * mix) * texture
-            horizon = float(_SKY_HORIZON_BGR[channel])
-            sky = horizon + float(_SKY_ZENITH_BGR[channel] - horizon) * up
-            colour -= sky
-            colour *= ground
-            np.add(sky, colour, out=out[band])
+            colour = np.take(_LOOK_MEAN[channel], surface) * through
+            colour += np.take(_LOOK_STRIPES[channel], surface) * stripes
+            np.add(colour, _SKY_HORIZON_BGR[channel], out=out[band])
     visible = _visible(table, solids.centers, solids.radii, rotation, origin_v)
     regions = _pixel_regions(table, solids.corners[visible], rotation, origin_v)
     picks = [(index, region) for index, region in zip(visible.tolist(), regions)
              if region is not None]
     colours = solids.params['bgr']
 
-    def shade(solid, ox, oy, oz, nx, ny, nz):
+    def shade(solid, ts, ox, oy, oz, nx, ny, nz):
         light = 0.55 + 0.45 * np.maximum(nx * _SUN[0] + ny * _SUN[1] + nz * _SUN[2], 0.0)
+        through = np.exp(ts * np.sqrt(ox * ox + oy * oy + oz * oz) * np.float32(-1.0 / _FOG_M))
         bgr = colours[solid]
-        return [bgr[..., channel] * light for channel in range(3)]
+        return [_SKY_HORIZON_BGR[channel] + (bgr[..., channel] * light
+                                             - _SKY_HORIZON_BGR[channel]) * through
+                for channel in range(3)]
 
     _cast_solids(solids, picks, origin, (dx, dy, dz), t, channels, shade)
     small = np.empty(shape + (3,), np.uint8)
-    for band in table.bands:
-        tb = t[band]
-        distance = tb * (tb < FAR) * table.ray_norm[band]
-        haze = 1.0 - np.exp(distance * np.float32(-1.0 / _FOG_M))
-        for channel, horizon, out in zip(channels, _SKY_HORIZON_BGR.tolist(), range(3)):
-            colour = channel[band]
-            colour += (horizon - colour) * haze
-            small[band][..., out] = np.fmin(np.fmax(colour, 3.0), 252.0)
+    for channel, out in enumerate(channels):
+        # The tables keep every colour in [3, 252]: the noise of +-3 cannot wrap.
+        small[..., channel] = out
     return small
 
 

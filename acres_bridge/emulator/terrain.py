@@ -58,14 +58,21 @@ _CROP_SURFACE = {'corn': SURFACE_CORN, 'soybean': SURFACE_SOYBEAN, 'potato': SUR
                  'empty': SURFACE_BARE}
 # Reflectivity byte of each surface class at normal incidence.
 SURFACE_REFLECTIVITY = np.array([46.0, 24.0, 38.0, 40.0, 36.0, 33.0, 18.0], np.float32)
-# Base colours (blue, green, red) of each class; crops give the colour of their rows.
-SURFACE_BGR = np.array([
-    [62, 142, 88], [140, 152, 160], [170, 176, 178], [40, 150, 74], [58, 165, 98],
-    [70, 140, 92], [52, 84, 118]], np.float32)
-SOIL_BGR = np.array([48, 78, 112], np.float32)
-ROW_SPACING_M = np.array([1.0, 1.0, 1.0, 0.76, 0.76, 0.91, 3.0], np.float32)
-
+# The camera's look of each class: colour = mean + stripes x amplitude (blue, green, red),
+# where stripes in [-1, 1] are the crop rows (or the tillage, or the mowing) of the given
+# spacing, fading out where a pixel covers more than a row.
+_SOIL_BGR = np.array([48.0, 78.0, 112.0])
+_CROP_BGR = np.array([[40.0, 150.0, 74.0], [58.0, 165.0, 98.0], [70.0, 140.0, 92.0]])
+SURFACE_MEAN_BGR = np.array(
+    [[62.0, 142.0, 88.0], [140.0, 152.0, 160.0], [170.0, 176.0, 178.0],
+     *(_SOIL_BGR + 0.55 * (_CROP_BGR - _SOIL_BGR)), [52.0, 84.0, 118.0]], np.float32)
+SURFACE_STRIPE_BGR = np.array(
+    [[3.0, 7.0, 4.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0],
+     *(0.4 * (_CROP_BGR - _SOIL_BGR)), [6.0, 10.0, 14.0]], np.float32)
+ROW_SPACING_M = np.array([2.5, 1.0, 1.0, 0.76, 0.76, 0.91, 3.0], np.float32)
+# The cell of the raster of the surface classes that the sensors read.
 RASTER_M = 0.5
+
 _CELL_FIELD = 0
 _CELL_YARD = 1
 _CELL_GRASS = 2
@@ -160,7 +167,8 @@ def solid_tables(solids: Sequence[Solid]) -> dict[str, np.ndarray]:
     Return float32 tables of the solids, one row per solid, for the vectorised ray casts.
 
     'box': x, y, cos(yaw), sin(yaw), half_x, half_y, z_min, z_max; 'cylinder': x, y, radius,
-    z_min, z_max; 'reflectivity': (n,); 'bgr': (n, 3).
+    z_min, z_max; 'reflectivity': (n,); 'bgr': (n, 3), within [6, 252] so that a shaded and
+    hazy colour stays within [3, 252].
     """
     box = [(s.x, s.y, math.cos(s.yaw_rad), math.sin(s.yaw_rad), s.half_x, s.half_y, s.z_min,
             s.z_max) for s in solids]
@@ -168,7 +176,8 @@ def solid_tables(solids: Sequence[Solid]) -> dict[str, np.ndarray]:
     return {'box': np.array(box, np.float32).reshape(-1, 8),
             'cylinder': np.array(cylinder, np.float32).reshape(-1, 5),
             'reflectivity': np.array([s.reflectivity for s in solids], np.float32),
-            'bgr': np.array([s.bgr for s in solids], np.float32).reshape(-1, 3)}
+            'bgr': np.clip(np.array([s.bgr for s in solids], np.float32).reshape(-1, 3), 6.0,
+                           252.0)}
 
 
 def _crop_of(number: int) -> str:
@@ -232,13 +241,13 @@ class Terrain:
         the tables of the surface classes.
         """
         raster, x0, y0 = _surface_raster()
-        rows, cols = raster.shape
+        cols = raster.shape[1]
         fx = np.fmin(np.fmax((x - x0) * (1.0 / RASTER_M), 0.0), cols - 1.0)
-        fy = np.fmin(np.fmax((y - y0) * (1.0 / RASTER_M), 0.0), rows - 1.0)
-        index = fy.astype(np.intp)
+        index = ((y - y0) * (1.0 / RASTER_M)).astype(np.intp)
         index *= cols
         index += fx.astype(np.intp)
-        return np.take(raster.ravel(), index).astype(np.intp)
+        # Off the raster to the south or the north, 'clip' lands in the grass border.
+        return np.take(raster.ravel(), index, mode='clip').astype(np.intp)
 
     def field(self, number: int) -> Field:
         """Return field ``number`` (1 to 59); KeyError for another number."""
