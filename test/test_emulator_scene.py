@@ -292,6 +292,20 @@ def test_ground_returns_lie_on_the_ground(terrain, polaris):
         -2.039, abs=0.1)
 
 
+def test_a_shifted_mount_moves_the_points_in_the_sensor_frame(terrain, polaris):
+    pose = _on_ground(terrain, *GARAGE)
+    box = scene.Prop('box1', 'prop:box', (GARAGE[0], GARAGE[1] + 10.0,
+                                          float(terrain.height_at(GARAGE[0], GARAGE[1] + 10.0))))
+    shifted = scene.shifted_layout(polaris, {'lidar_offset_m': [0.5, 0.0, 0.0]})
+    calibrated = scene.lidar_scan(polaris, pose, [box], terrain, rng=np.random.default_rng(1))
+    moved = scene.lidar_scan(shifted, pose, [box], terrain, rng=np.random.default_rng(1))
+    # Straight ahead, the ring that hits the box's front face 0.5 m closer.
+    ahead = _to_base(polaris, calibrated)[0, :, 0]
+    ring = int(np.flatnonzero(np.abs(ahead - 9.5) < 0.01)[0])
+    assert moved[0, ring, 0] == pytest.approx(calibrated[0, ring, 0] - 0.5 * math.cos(
+        math.radians(5.317)), abs=0.05)
+
+
 def test_a_scan_is_deterministic_for_a_seed(terrain, polaris):
     pose = _on_ground(terrain, -20.0, -120.0, yaw=1.2)
     props = [scene.Prop('c', 'prop:cone', (-15.0, -112.0, 0.5))]

@@ -58,15 +58,15 @@ from acres_bridge.emulator.terrain import ROW_SPACING_M
 from acres_bridge.emulator.terrain import Solid
 from acres_bridge.emulator.terrain import solid_tables
 from acres_bridge.emulator.terrain import SURFACE_MEAN_BGR
-from acres_bridge.emulator.terrain import SURFACE_STRIPE_BGR
 from acres_bridge.emulator.terrain import SURFACE_REFLECTIVITY
+from acres_bridge.emulator.terrain import SURFACE_STRIPE_BGR
 from acres_bridge.emulator.terrain import Terrain
 
 __all__ = [
-    'Field', 'NAMED_POSES', 'Pose', 'Prop', 'SPAWNABLES', 'Solid', 'Terrain', 'camera_image',
-    'hello_layout', 'ins_values', 'lidar_beam_directions', 'lidar_elevations_deg',
-    'lidar_scan', 'pose_from_utm', 'project_points', 'render_view_png', 'shifted_layout',
-    'utm_state', 'vehicle_prop',
+    'Field', 'NAMED_POSES', 'PROP_SHAPES', 'Pose', 'Prop', 'SPAWNABLES', 'Solid', 'Terrain',
+    'VEHICLES', 'camera_image', 'hello_layout', 'ins_values', 'lidar_beam_directions',
+    'lidar_elevations_deg', 'lidar_scan', 'pose_from_utm', 'pose_to_utm', 'project_points',
+    'render_view_png', 'shifted_layout', 'utm_state', 'vehicle_prop',
 ]
 
 SCHEMA = 'acres-sensor-stream-1'
@@ -74,7 +74,6 @@ MOUNT_CONVENTION = 'FLU mounts from base_footprint; rpy about fixed axes, R = Rz
 MIN_RANGE_M = 0.2
 RANGE_NOISE_M = 0.0022
 
-_SQRT_HALF = math.sqrt(0.5)
 # Camera optical frame (z forward, x right, y down) -> camera FLU frame.
 _FLU_FROM_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 # Beams a step of the LiDAR works on at once: index and float64 temporaries stay below
@@ -493,6 +492,18 @@ def _enabled(layout: dict[str, Any], sensor: str) -> dict[str, Any]:
     return section
 
 
+def _mount(section: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return the rotation and the position of a sensor's frame in base_footprint.
+
+    A camera's frame is its optical frame (z forward, x right, y down).
+    """
+    rotation = rpy_to_matrix(section['rpy_deg'])
+    if 'fx' in section:
+        rotation = rotation @ _FLU_FROM_OPTICAL
+    return rotation, np.asarray(section['position_flu_m'], dtype=np.float64)
+
+
 def _mount_in_world(body_pose: Pose, mount_rotation: np.ndarray,
                     mount_position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return the rotation sensor -> world and the world position of a mount."""
@@ -694,16 +705,13 @@ class _LidarTable:
     sx: np.ndarray
     sy: np.ndarray
     sz: np.ndarray
-    mount_rotation: np.ndarray
-    mount_position: np.ndarray
     noise: np.ndarray               # (2 * beams,) float32 standard normal pool
     chunks: tuple[slice, ...]       # whole columns, at most _CHUNK_BEAMS beams each
     elevations: np.ndarray          # (rings,) radians, falling from ring 0
 
 
 @functools.lru_cache(maxsize=16)
-def _lidar_table_cached(columns: int, rings: int, range_m: float, order: str,
-                        position: tuple[float, ...], rpy: tuple[float, ...]) -> _LidarTable:
+def _lidar_table_cached(columns: int, rings: int, range_m: float, order: str) -> _LidarTable:
     if order not in ('cw', 'ccw'):
         raise ValueError(f"azimuth_order must be 'cw' or 'ccw', not {order!r}")
     clockwise = order == 'cw'
@@ -723,16 +731,12 @@ def _lidar_table_cached(columns: int, rings: int, range_m: float, order: str,
     return _LidarTable(columns, rings, range_m, clockwise, directions,
                        np.ascontiguousarray(directions[:, 0]),
                        np.ascontiguousarray(directions[:, 1]),
-                       np.ascontiguousarray(directions[:, 2]),
-                       rpy_to_matrix(rpy), np.array(position, dtype=np.float64), noise, chunks,
-                       elevation.copy())
+                       np.ascontiguousarray(directions[:, 2]), noise, chunks, elevation.copy())
 
 
 def _lidar_table(lidar: dict[str, Any]) -> _LidarTable:
     return _lidar_table_cached(int(lidar['columns']), int(lidar['rings']),
-                               float(lidar['range_m']), str(lidar.get('azimuth_order', 'cw')),
-                               tuple(float(v) for v in lidar['position_flu_m']),
-                               tuple(float(v) for v in lidar['rpy_deg']))
+                               float(lidar['range_m']), str(lidar.get('azimuth_order', 'cw')))
 
 
 def lidar_beam_directions(layout: dict[str, Any]) -> np.ndarray:
@@ -815,8 +819,9 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
     :param props: the entities to see (not the sensing vehicle itself).
     :raises ValueError: when the layout has no enabled LiDAR.
     """
-    table = _lidar_table(_enabled(layout, 'lidar'))
-    rotation, origin_v = _mount_in_world(body_pose, table.mount_rotation, table.mount_position)
+    lidar = _enabled(layout, 'lidar')
+    table = _lidar_table(lidar)
+    rotation, origin_v = _mount_in_world(body_pose, *_mount(lidar))
     origin = tuple(float(v) for v in origin_v)
     r = rotation.tolist()
     beams = table.columns * table.rings
@@ -949,8 +954,6 @@ class _CameraTable:
     footprint: np.ndarray           # |(x, y, 1)|^2 x the angle of a block
     frustum: tuple[float, float]    # the largest |x / z| and |y / z| of the rays
     bands: tuple[slice, ...]        # row bands of at most _CHUNK_BEAMS blocks
-    mount_rotation: np.ndarray      # optical -> base_footprint
-    mount_position: np.ndarray
     noise: np.ndarray               # (frames, height, width, 3) uint8, small offsets mod 256
 
 
@@ -963,8 +966,7 @@ def _render_factor(width: int, height: int) -> int:
 
 @functools.lru_cache(maxsize=16)
 def _camera_table_cached(width: int, height: int, fx: float, fy: float, cx: float, cy: float,
-                         d: tuple[float, ...], position: tuple[float, ...],
-                         rpy: tuple[float, ...], factor: int, noise: bool) -> _CameraTable:
+                         d: tuple[float, ...], factor: int, noise: bool) -> _CameraTable:
     lens = _Lens(d)
     if factor == 0:
         factor = _render_factor(width, height)
@@ -974,7 +976,6 @@ def _camera_table_cached(width: int, height: int, fx: float, fy: float, cx: floa
     xd = np.broadcast_to((u - cx) / fx, (rows, cols))
     yd = np.broadcast_to(((v - cy) / fy)[:, None], (rows, cols))
     x, y = lens.undistort(xd, yd)
-    rotation = rpy_to_matrix(rpy) @ _FLU_FROM_OPTICAL
     band = max(1, _CHUNK_BEAMS // cols)
     frames = np.zeros((0, height, width, 3), np.uint8)
     if noise:
@@ -986,8 +987,7 @@ def _camera_table_cached(width: int, height: int, fx: float, fy: float, cx: floa
                         ((x * x + y * y + 1.0) * (factor / fx)).astype(np.float32),
                         (float(np.abs(x).max()) * 1.05 + 0.01,
                          float(np.abs(y).max()) * 1.05 + 0.01),
-                        tuple(slice(k, k + band) for k in range(0, rows, band)), rotation,
-                        np.array(position, dtype=np.float64), frames)
+                        tuple(slice(k, k + band) for k in range(0, rows, band)), frames)
 
 
 def _camera_table(camera: dict[str, Any], *, factor: int = 0,
@@ -995,8 +995,7 @@ def _camera_table(camera: dict[str, Any], *, factor: int = 0,
     return _camera_table_cached(
         int(camera['width']), int(camera['height']), float(camera['fx']), float(camera['fy']),
         float(camera['cx']), float(camera['cy']), tuple(float(v) for v in camera.get('d', ())),
-        tuple(float(v) for v in camera['position_flu_m']),
-        tuple(float(v) for v in camera['rpy_deg']), factor, noise)
+        factor, noise)
 
 
 def project_points(layout: dict[str, Any], points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1009,12 +1008,10 @@ def project_points(layout: dict[str, Any], points: np.ndarray) -> tuple[np.ndarr
     :return: pixel coordinates (..., 2) (u right, v down; pixel centres at integers) and a
         mask of the points in front of the camera and inside the image.
     """
-    lidar, camera = layout['lidar'], layout['camera']
-    table = _camera_table(camera)
-    points = np.asarray(points, dtype=np.float64)
-    base = points @ rpy_to_matrix(lidar['rpy_deg']).T + np.asarray(lidar['position_flu_m'])
-    optical = (base - table.mount_position) @ table.mount_rotation
-    return _project_optical(table, optical)
+    lidar_rotation, lidar_position = _mount(layout['lidar'])
+    rotation, position = _mount(layout['camera'])
+    base = np.asarray(points, dtype=np.float64) @ lidar_rotation.T + lidar_position
+    return _project_optical(_camera_table(layout['camera']), (base - position) @ rotation)
 
 
 @np.errstate(invalid='ignore', divide='ignore', over='ignore')
@@ -1186,8 +1183,9 @@ def camera_image(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
 
     :raises ValueError: when the layout has no enabled camera.
     """
-    table = _camera_table(_enabled(layout, 'camera'))
-    rotation, origin = _mount_in_world(body_pose, table.mount_rotation, table.mount_position)
+    camera = _enabled(layout, 'camera')
+    table = _camera_table(camera)
+    rotation, origin = _mount_in_world(body_pose, *_mount(camera))
     small = _render(table, rotation, origin, _solid_arrays(terrain, props), terrain)
     image = _upsample(small, table)
     np.add(image, table.noise[int(rng.integers(0, _NOISE_FRAMES))], out=image)
@@ -1222,7 +1220,7 @@ def render_view_png(agents: Sequence[tuple[str, Pose]], props: Iterable[Prop],
         level = Pose.from_xyz_yaw(*pose.position, pose.yaw_rad)
     else:
         level = Pose.from_xyz_yaw(-38.7097, -140.5131, 0.6392, math.pi / 2.0)
-    rotation, origin = _mount_in_world(level, table.mount_rotation, table.mount_position)
+    rotation, origin = _mount_in_world(level, *_mount(camera))
     image = _render(table, rotation, origin, _solid_arrays(terrain, all_props), terrain)
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(image[..., ::-1]), 'RGB').save(buffer, format='PNG')
