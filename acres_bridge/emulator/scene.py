@@ -56,11 +56,12 @@ from acres_bridge.emulator.terrain import Field
 from acres_bridge.emulator.terrain import ground_height
 from acres_bridge.emulator.terrain import ROW_SPACING_M
 from acres_bridge.emulator.terrain import Solid
-from acres_bridge.emulator.terrain import solid_tables
+from acres_bridge.emulator.terrain import SolidSet
 from acres_bridge.emulator.terrain import SURFACE_MEAN_BGR
 from acres_bridge.emulator.terrain import SURFACE_REFLECTIVITY
 from acres_bridge.emulator.terrain import SURFACE_STRIPE_BGR
 from acres_bridge.emulator.terrain import Terrain
+from acres_bridge.protocol.frames import InsField
 
 __all__ = [
     'Field', 'NAMED_POSES', 'PROP_SHAPES', 'Pose', 'Prop', 'SPAWNABLES', 'Solid', 'Terrain',
@@ -316,20 +317,6 @@ class Prop:
         shape = PROP_SHAPES[self.uri]
         return shape.length, shape.width, shape.height
 
-    def solid(self) -> Solid:
-        """Return the box or cylinder of the prop."""
-        shape = PROP_SHAPES[self.uri]
-        c, s = math.cos(self.yaw_rad), math.sin(self.yaw_rad)
-        x = float(self.position[0]) + shape.forward_m * c
-        y = float(self.position[1]) + shape.forward_m * s
-        z = float(self.position[2])
-        if shape.kind == 'cylinder':
-            return Solid('cylinder', x, y, z, z + shape.height, radius=shape.length / 2.0,
-                         bgr=shape.bgr, reflectivity=shape.reflectivity)
-        return Solid('box', x, y, z, z + shape.height, half_x=shape.length / 2.0,
-                     half_y=shape.width / 2.0, yaw_rad=self.yaw_rad, bgr=shape.bgr,
-                     reflectivity=shape.reflectivity)
-
 
 def vehicle_prop(name: str, vehicle: str, pose: Pose) -> Prop:
     """Return the prop by which other agents' sensors see a vehicle at a pose."""
@@ -399,7 +386,8 @@ _INS_ERROR_SIGMA = np.array([
     0.0006, 0.0006, 0.0006,         # angular rate, rad/s
     0.012, 0.012, 0.012])           # specific force, m/s2
 _INS_COVARIANCE = (0.008 ** 2, 0.008 ** 2, 0.015 ** 2)
-_NOT_GEOREFERENCED = np.r_[0:7, 16:22, 30, 31]
+_NOT_GEOREFERENCED = np.r_[InsField.UTM_E:InsField.UTM_QW + 1, InsField.LAT:InsField.COV_U + 1,
+                           InsField.GRID_ROTATION_DEG, InsField.UTM_ZONE]
 
 
 def ins_values(layout: dict[str, Any], pose: Pose, *,
@@ -446,6 +434,7 @@ def ins_values(layout: dict[str, Any], pose: Pose, *,
     lat, lon = geodesy.utm_to_latlon(easting, northing, datum=ins.get('datum', 'nad83_2011'),
                                      zone=zone)
     q_grid = geodesy.quaternion_world_to_grid(q_meas)
+    # In the order of InsField: UTM, body rates, geographic, ENU, status, truth.
     values = np.array([
         easting, northing, height, *q_grid,
         *measured,
@@ -455,7 +444,7 @@ def ins_values(layout: dict[str, Any], pose: Pose, *,
         *(float(v) for v in pose.position), *q_true, float(body[0, 0])], dtype=np.float64)
     if not georeferenced:
         values[_NOT_GEOREFERENCED] = np.nan
-        values[29] = -1.0
+        values[InsField.FIX_STATUS] = -1.0
     return values
 
 
@@ -512,34 +501,22 @@ def _mount_in_world(body_pose: Pose, mount_rotation: np.ndarray,
             body_pose.position + body_rotation @ mount_position)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Solids:
-    """
-    The solids a sensor may see: centres (n, 3), radii, corners (n, 8, 3) and the tables of
-    ``terrain.solid_tables`` (params by kind, reflectivity, colour).
-    """
-
-    items: list[Solid]
-    centers: np.ndarray
-    radii: np.ndarray
-    corners: np.ndarray
-    params: dict[str, np.ndarray]
-
-
-def _solid_arrays(terrain: Terrain, props: Iterable[Prop]) -> _Solids:
-    """Return the static solids and those of the props."""
-    extra = [prop.solid() for prop in props]
-    if not extra:
-        return _Solids(list(terrain.solids), terrain.solid_centers, terrain.solid_radii,
-                       terrain.solid_corners, terrain.solid_tables)
-    tables = solid_tables(extra)
-    return _Solids(
-        list(terrain.solids) + extra,
-        np.concatenate([terrain.solid_centers, [solid.center for solid in extra]]),
-        np.concatenate([terrain.solid_radii, [solid.bounding_radius for solid in extra]]),
-        np.concatenate([terrain.solid_corners, [solid.corners() for solid in extra]]),
-        {key: np.concatenate([terrain.solid_tables[key], table])
-         for key, table in tables.items()})
+def _solid_set(terrain: Terrain, props: Iterable[Prop]) -> SolidSet:
+    """Return the static solids of the tile and those of the props, as arrays."""
+    props = list(props)
+    if not props:
+        return terrain.solid_set
+    shapes = [PROP_SHAPES[prop.uri] for prop in props]
+    position = np.array([prop.position for prop in props])
+    yaw = np.array([prop.yaw_rad for prop in props])
+    length, width, height, forward = (np.array([getattr(shape, name) for shape in shapes])
+                                      for name in ('length', 'width', 'height', 'forward_m'))
+    z = position[:, 2]
+    return terrain.solid_set + SolidSet.build(
+        [shape.kind for shape in shapes], position[:, 0] + forward * np.cos(yaw),
+        position[:, 1] + forward * np.sin(yaw), z, z + height, length / 2.0, width / 2.0,
+        length / 2.0, yaw, [shape.bgr for shape in shapes],
+        [shape.reflectivity for shape in shapes])
 
 
 def _box_hits(params: tuple, origin: tuple[float, float, float], dx: np.ndarray,
@@ -612,7 +589,7 @@ _KERNELS = {'box': _box_hits, 'cylinder': _cylinder_hits}
 _BATCH_BLOCK = 2048
 
 
-def _cast_solids(solids: _Solids, picks: list[tuple[int, tuple[slice, slice]]],
+def _cast_solids(solids: SolidSet, picks: list[tuple[int, tuple[slice, slice]]],
                  origin: tuple[float, float, float], rays: tuple[np.ndarray, ...],
                  t: np.ndarray, outputs: list[np.ndarray], shade) -> None:
     """
@@ -631,11 +608,11 @@ def _cast_solids(solids: _Solids, picks: list[tuple[int, tuple[slice, slice]]],
     batches: dict[str, tuple[list, list]] = {'box': ([], []), 'cylinder': ([], [])}
     for index, block in picks:
         rows, cols = block
-        kind = solids.items[index].kind
+        kind = solids.kinds[index]
         count = (rows.stop - rows.start) * (cols.stop - cols.start)
         if count > _BATCH_BLOCK:
             directions = tuple(a[block] for a in rays)
-            params = tuple(float(v) for v in solids.params[kind][index])
+            params = tuple(float(v) for v in getattr(solids, kind)[index])
             cast.append((block, index, directions) + _KERNELS[kind](params, origin,
                                                                     *directions))
         elif count > 0:
@@ -647,7 +624,7 @@ def _cast_solids(solids: _Solids, picks: list[tuple[int, tuple[slice, slice]]],
         if targets:
             target = np.concatenate(targets)
             solid = np.concatenate(owners)
-            table = solids.params[kind][solid]
+            table = getattr(solids, kind)[solid]
             params = tuple(table[:, k] for k in range(table.shape[1]))
             directions = tuple(np.take(a.reshape(-1), target) for a in rays)
             cast.append((target, solid, directions) + _KERNELS[kind](params, origin,
@@ -745,7 +722,7 @@ def lidar_beam_directions(layout: dict[str, Any]) -> np.ndarray:
     return table.directions.reshape(table.columns, table.rings, 3).copy()
 
 
-def _lidar_blocks(table: _LidarTable, solids: _Solids, rotation: np.ndarray,
+def _lidar_blocks(table: _LidarTable, solids: SolidSet, rotation: np.ndarray,
                   origin: np.ndarray) -> list[tuple[int, list[tuple[int, int]], slice]]:
     """
     Return the solids within range and the beams that may hit each one.
@@ -845,11 +822,11 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
         np.multiply(np.take(SURFACE_REFLECTIVITY, surface), 0.3 + 0.7 * np.abs(cz),
                     out=reflect[part])
     grid = (table.columns, table.rings)
-    solids = _solid_arrays(terrain, props)
+    solids = _solid_set(terrain, props)
     picks = [(index, (slice(start, stop), rings))
              for index, columns, rings in _lidar_blocks(table, solids, rotation, origin_v)
              for start, stop in columns]
-    reflectivity = solids.params['reflectivity']
+    reflectivity = solids.reflectivity
 
     def shade(solid, ts, ox, oy, oz, nx, ny, nz):
         cosine = np.abs(nx * ox + ny * oy + nz * oz)
@@ -1102,7 +1079,7 @@ def _visible(table: _CameraTable, centers: np.ndarray, radii: np.ndarray,
 
 @np.errstate(invalid='ignore', divide='ignore', over='ignore')
 def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
-            solids: _Solids, terrain: Terrain) -> np.ndarray:
+            solids: SolidSet, terrain: Terrain) -> np.ndarray:
     """Return the low-resolution image (rows, cols, 3) uint8 BGR seen along the rays."""
     r = rotation.tolist()
     origin = tuple(float(v) for v in origin_v)
@@ -1140,7 +1117,7 @@ def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
     regions = _pixel_regions(table, solids.corners[visible], rotation, origin_v)
     picks = [(index, region) for index, region in zip(visible.tolist(), regions)
              if region is not None]
-    colours = solids.params['bgr']
+    colours = solids.bgr
 
     def shade(solid, ts, ox, oy, oz, nx, ny, nz):
         light = 0.55 + 0.45 * np.maximum(nx * _SUN[0] + ny * _SUN[1] + nz * _SUN[2], 0.0)
@@ -1186,7 +1163,7 @@ def camera_image(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
     camera = _enabled(layout, 'camera')
     table = _camera_table(camera)
     rotation, origin = _mount_in_world(body_pose, *_mount(camera))
-    small = _render(table, rotation, origin, _solid_arrays(terrain, props), terrain)
+    small = _render(table, rotation, origin, _solid_set(terrain, props), terrain)
     image = _upsample(small, table)
     np.add(image, table.noise[int(rng.integers(0, _NOISE_FRAMES))], out=image)
     return image
@@ -1221,7 +1198,7 @@ def render_view_png(agents: Sequence[tuple[str, Pose]], props: Iterable[Prop],
     else:
         level = Pose.from_xyz_yaw(-38.7097, -140.5131, 0.6392, math.pi / 2.0)
     rotation, origin = _mount_in_world(level, *_mount(camera))
-    image = _render(table, rotation, origin, _solid_arrays(terrain, all_props), terrain)
+    image = _render(table, rotation, origin, _solid_set(terrain, all_props), terrain)
     buffer = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(image[..., ::-1]), 'RGB').save(buffer, format='PNG')
     return buffer.getvalue()

@@ -137,47 +137,71 @@ class Solid:
     bgr: tuple[float, float, float] = (128.0, 128.0, 128.0)
     reflectivity: float = 60.0
 
-    @property
-    def bounding_radius(self) -> float:
-        """Return the radius of a sphere about the centre that holds the solid."""
-        horizontal = self.radius if self.kind == 'cylinder' else math.hypot(self.half_x,
-                                                                            self.half_y)
-        return math.hypot(horizontal, 0.5 * (self.z_max - self.z_min))
 
-    @property
-    def center(self) -> tuple[float, float, float]:
-        """Return the centre of the solid."""
-        return self.x, self.y, 0.5 * (self.z_min + self.z_max)
-
-    def corners(self) -> np.ndarray:
-        """Return the 8 corners (8, 3) of a box that holds the solid (a cylinder's is upright)."""
-        if self.kind == 'box':
-            hx, hy, c, s = self.half_x, self.half_y, math.cos(self.yaw_rad), math.sin(
-                self.yaw_rad)
-        else:
-            hx, hy, c, s = self.radius, self.radius, 1.0, 0.0
-        lx = np.array([-hx, hx, hx, -hx] * 2)
-        ly = np.array([-hy, -hy, hy, hy] * 2)
-        z = np.array([self.z_min] * 4 + [self.z_max] * 4)
-        return np.stack([self.x + c * lx - s * ly, self.y + s * lx + c * ly, z], axis=1)
-
-
-def solid_tables(solids: Sequence[Solid]) -> dict[str, np.ndarray]:
+@dataclasses.dataclass(frozen=True, eq=False)
+class SolidSet:
     """
-    Return float32 tables of the solids, one row per solid, for the vectorised ray casts.
+    Solids as arrays for the vectorised ray casts: one row per solid.
 
-    'box': x, y, cos(yaw), sin(yaw), half_x, half_y, z_min, z_max; 'cylinder': x, y, radius,
-    z_min, z_max; 'reflectivity': (n,); 'bgr': (n, 3), within [6, 252] so that a shaded and
-    hazy colour stays within [3, 252].
+    ``box`` rows are x, y, cos(yaw), sin(yaw), half_x, half_y, z_min, z_max; ``cylinder`` rows
+    x, y, radius, z_min, z_max (float32; a row of the other kind is unused). ``corners`` are
+    those of a box that holds each solid (a cylinder's is upright), ``radii`` those of a sphere
+    about ``centers`` that holds it. ``bgr`` lies in [6, 252], so that a shaded and hazy colour
+    stays in [3, 252].
     """
-    box = [(s.x, s.y, math.cos(s.yaw_rad), math.sin(s.yaw_rad), s.half_x, s.half_y, s.z_min,
-            s.z_max) for s in solids]
-    cylinder = [(s.x, s.y, max(s.radius, 1e-3), s.z_min, s.z_max) for s in solids]
-    return {'box': np.array(box, np.float32).reshape(-1, 8),
-            'cylinder': np.array(cylinder, np.float32).reshape(-1, 5),
-            'reflectivity': np.array([s.reflectivity for s in solids], np.float32),
-            'bgr': np.clip(np.array([s.bgr for s in solids], np.float32).reshape(-1, 3), 6.0,
-                           252.0)}
+
+    kinds: tuple[str, ...]
+    centers: np.ndarray
+    radii: np.ndarray
+    corners: np.ndarray
+    box: np.ndarray
+    cylinder: np.ndarray
+    reflectivity: np.ndarray
+    bgr: np.ndarray
+
+    @classmethod
+    def build(cls, kinds: Sequence[str], x, y, z_min, z_max, half_x, half_y, radius, yaw_rad,
+              bgr, reflectivity) -> 'SolidSet':
+        """Return the set of solids given field by field as arrays (one value per solid)."""
+        x, y, z_min, z_max, half_x, half_y, radius, yaw_rad = (
+            np.asarray(v, dtype=np.float64).reshape(-1)
+            for v in (x, y, z_min, z_max, half_x, half_y, radius, yaw_rad))
+        cylinder = np.array([kind == 'cylinder' for kind in kinds], bool)
+        half_x = np.where(cylinder, radius, half_x)
+        half_y = np.where(cylinder, radius, half_y)
+        yaw_rad = np.where(cylinder, 0.0, yaw_rad)
+        c, s = np.cos(yaw_rad), np.sin(yaw_rad)
+        lx = half_x[:, None] * np.array([-1.0, 1.0, 1.0, -1.0] * 2)
+        ly = half_y[:, None] * np.array([-1.0, -1.0, 1.0, 1.0] * 2)
+        corners = np.stack([x[:, None] + c[:, None] * lx - s[:, None] * ly,
+                            y[:, None] + s[:, None] * lx + c[:, None] * ly,
+                            np.repeat(np.stack([z_min, z_max], axis=1), 4, axis=1)], axis=-1)
+        horizontal = np.where(cylinder, radius, np.hypot(half_x, half_y))
+        return cls(tuple(kinds), np.stack([x, y, 0.5 * (z_min + z_max)], axis=1),
+                   np.hypot(horizontal, 0.5 * (z_max - z_min)), corners,
+                   np.stack([x, y, c, s, half_x, half_y, z_min, z_max], axis=1).astype(
+                       np.float32),
+                   np.stack([x, y, np.maximum(radius, 1e-3), z_min, z_max], axis=1).astype(
+                       np.float32),
+                   np.asarray(reflectivity, np.float32).reshape(-1),
+                   np.clip(np.asarray(bgr, np.float32).reshape(-1, 3), 6.0, 252.0))
+
+    @classmethod
+    def of(cls, solids: Sequence[Solid]) -> 'SolidSet':
+        """Return the set of a sequence of solids."""
+        fields = [[getattr(s, name) for s in solids] for name in (
+            'x', 'y', 'z_min', 'z_max', 'half_x', 'half_y', 'radius', 'yaw_rad', 'bgr',
+            'reflectivity')]
+        return cls.build([s.kind for s in solids], *fields)
+
+    def __add__(self, other: 'SolidSet') -> 'SolidSet':
+        """Return the set of the solids of both sets, these first."""
+        if not other.kinds:
+            return self
+        return SolidSet(self.kinds + other.kinds, *(
+            np.concatenate([getattr(self, name), getattr(other, name)])
+            for name in ('centers', 'radii', 'corners', 'box', 'cylinder', 'reflectivity',
+                         'bgr')))
 
 
 def _crop_of(number: int) -> str:
@@ -228,10 +252,7 @@ class Terrain:
                                               field.y_max - field.y_min)
             self._field_surface[field.number] = _CROP_SURFACE[field.crop]
         self.solids: tuple[Solid, ...] = tuple(_static_solids(self))
-        self.solid_centers = np.array([s.center for s in self.solids])
-        self.solid_radii = np.array([s.bounding_radius for s in self.solids])
-        self.solid_corners = np.array([s.corners() for s in self.solids])
-        self.solid_tables = solid_tables(self.solids)
+        self.solid_set = SolidSet.of(self.solids)
 
     def surface_classes(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """
