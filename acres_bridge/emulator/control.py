@@ -268,7 +268,7 @@ class ControlServer:
             return
         try:
             request = json.loads(line)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             connection.send(reply_line({}, None, RESULT_FAILED, f'not a JSON object: {exc}'))
             return
         if not isinstance(request, dict):

@@ -331,7 +331,7 @@ class ControlClient(ReconnectingClient):
     def _handle_line(self, line: bytes) -> None:
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):   # RecursionError: nesting deeper than the stack
             message = None
         if not isinstance(message, dict):
             if line.strip():
