@@ -196,9 +196,12 @@ def test_the_sensor_raster_agrees_with_the_exact_surfaces(terrain):
     rng = np.random.default_rng(3)
     x = rng.uniform(-700.0, 600.0, 20000).astype(np.float32)
     y = rng.uniform(-600.0, 900.0, 20000).astype(np.float32)
-    exact, _ = terrain.classify(x, y)
+    exact, numbers = terrain.classify(x, y)
     fast = terrain.surface_classes(x, y)
     assert np.mean(exact == fast) > 0.995
+    points = [terrain.locate(float(a), float(b)) for a, b in zip(x[:3000], y[:3000])]
+    assert [p[0] for p in points] == exact[:3000].tolist()
+    assert [p[1] for p in points] == numbers[:3000].tolist()
     far = terrain.surface_classes(np.array([np.inf, np.nan, -1e9], np.float32),
                                   np.array([0.0, 0.0, 1e9], np.float32))
     assert far.tolist() == [0, 0, 0]

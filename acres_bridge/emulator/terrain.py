@@ -310,18 +310,41 @@ class Terrain:
         surface = np.where(in_field, self._field_surface[number], surface).astype(np.int8)
         return surface, np.where(in_field, number, 0).astype(np.int16)
 
+    def locate(self, x: float, y: float) -> tuple[int, int]:
+        """
+        Return the surface class and the field number (0 outside) of one point.
+
+        The same answer as classify, in plain Python: a few microseconds for a point that the
+        engine asks about at every physics step.
+        """
+        gx = (x - GRID_ORIGIN_XY[0]) / PITCH_M
+        gy = (y - GRID_ORIGIN_XY[1]) / PITCH_M
+        column, row = math.floor(gx), math.floor(gy)
+        if not (0 <= column < GRID_COLUMNS and 0 <= row < GRID_ROWS):
+            return SURFACE_GRASS, 0
+        u, v = (gx - column) * PITCH_M, (gy - row) * PITCH_M
+        number = int(self.cell_field[row, column])
+        if number:
+            field = self.fields[number - 1]
+            if u < field.x_max - field.x_min and v < field.y_max - field.y_min:
+                return _CROP_SURFACE[field.crop], number
+        if v >= SQUARE_M:
+            return SURFACE_ROAD, 0
+        if u < SQUARE_M and self.cell_kind[row, column] == _CELL_YARD:
+            return SURFACE_YARD, 0
+        return SURFACE_GRASS, 0
+
     def field_at(self, x: float, y: float) -> int:
         """Return the number of the field at a world point, 0 outside every field."""
-        return int(self.classify(np.array([x]), np.array([y]))[1][0])
+        return self.locate(x, y)[1]
 
     def surface_at(self, x: float, y: float) -> str:
         """Return 'soil' or 'hard' (roads and the farm yards), as field_query does."""
-        surface = int(self.classify(np.array([x]), np.array([y]))[0][0])
-        return 'hard' if surface in (SURFACE_ROAD, SURFACE_YARD) else 'soil'
+        return 'hard' if self.locate(x, y)[0] in (SURFACE_ROAD, SURFACE_YARD) else 'soil'
 
     def surface_name_at(self, x: float, y: float) -> str:
         """Return the name of the surface class at a point (grass, gravel, corn, ...)."""
-        return SURFACE_NAMES[int(self.classify(np.array([x]), np.array([y]))[0][0])]
+        return SURFACE_NAMES[self.locate(x, y)[0]]
 
     def edge_distance_m(self, x: float, y: float) -> float:
         """Return the distance to the edge of the field at a point, 0 outside a field."""
