@@ -1,0 +1,536 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A live viewer of the bridge's topics, subscribing as any ROS client would.
+
+For each agent namespace (``polaris`` by default) it subscribes to ``lidar/points``,
+``camera/image_raw``, ``camera/camera_info``, ``ins/fix``, ``ins/imu``, ``ins/odometry`` and
+``ground_truth/odometry``, and once to ``/clock``, ``/tf_static``, ``/tf`` and ``/diagnostics``.
+It shows a table per topic, redrawn in place on a terminal and printed every few seconds
+otherwise:
+
+* ``msgs``: messages received so far.
+* ``Hz wall``: messages per second of this computer's clock over the last few seconds.
+* ``Hz sim``: messages per second of simulation time, from the header stamps over the same
+  window (the sensor's own rate; equal to ``Hz wall`` when the simulation runs at real time).
+* ``age p50`` and ``age max``: the latest ``/clock`` at receipt minus the header stamp, in
+  milliseconds of simulation time. Every stamp is simulation time, so this is the latency a
+  ``use_sim_time`` client sees: how far the simulation has moved on when the data arrives. It
+  includes the simulator's own delay (a sweep is stamped at its end and sent when rendered),
+  the bridge and DDS. At real time it is also wall-clock latency; when the simulation is paused
+  it stays put. (The bridge's transport latency, receive time minus the simulator's publish
+  time, is in ``/diagnostics``.)
+
+Every ``picture_period_s`` it draws, per namespace, the latest camera image with the LiDAR
+points of the nearest-stamped cloud projected into it (through ``/tf_static`` from the cloud
+frame into the CameraInfo frame and CameraInfo ``k`` and ``d``, coloured by range) and a
+bird's-eye view of the cloud in the root frame of the static tree (``base_footprint``), and
+writes them as PNG files (``camera_lidar.png`` and ``birdseye.png`` for the first namespace,
+``<namespace>_camera_lidar.png`` ... for the others) with a JSON summary
+(``viewer_summary.json``) next to them.
+
+Run: ``python -m acres_bridge.demo.viewer --namespaces polaris --out out/demo``.
+"""
+
+import argparse
+import bisect
+from collections import deque
+from collections.abc import Callable
+from collections.abc import Sequence
+import json
+import math
+import os
+from pathlib import Path
+import sys
+import time
+from typing import Any
+from typing import TextIO
+
+import numpy as np
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.subscription import Subscription
+from rclpy.task import Future
+
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo
+from sensor_msgs.msg import Image
+from sensor_msgs.msg import Imu
+from sensor_msgs.msg import NavSatFix
+from sensor_msgs.msg import PointCloud2
+from tf2_msgs.msg import TFMessage
+
+from acres_bridge.demo.pictures import apply_transform
+from acres_bridge.demo.pictures import birds_eye_view
+from acres_bridge.demo.pictures import camera_lidar_overlay
+from acres_bridge.demo.pictures import cloud_xyz
+from acres_bridge.demo.pictures import image_rgb
+from acres_bridge.demo.pictures import StaticTransforms
+from acres_bridge.demo.pictures import write_png
+
+# The topics of one agent, relative to its namespace, and their types.
+AGENT_TOPICS: tuple[tuple[str, type], ...] = (
+    ('lidar/points', PointCloud2),
+    ('camera/image_raw', Image),
+    ('camera/camera_info', CameraInfo),
+    ('ins/fix', NavSatFix),
+    ('ins/imu', Imu),
+    ('ins/odometry', Odometry),
+    ('ground_truth/odometry', Odometry),
+)
+# The topics of the session, absolute.
+SESSION_TOPICS: tuple[tuple[str, type], ...] = (
+    ('/clock', Clock),
+    ('/tf_static', TFMessage),
+    ('/tf', TFMessage),
+    ('/diagnostics', DiagnosticArray),
+)
+SUMMARY_NAME = 'viewer_summary.json'
+# rclpy passes the middleware's message info to two-argument callbacks since Iron; Humble not.
+_WITH_MESSAGE_INFO = hasattr(Subscription, 'CallbackType')
+
+
+def _stamp_s(stamp: Any) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+class ClockHistory:
+    """The ``/clock`` values and when they arrived, to tell the simulation time at any instant."""
+
+    def __init__(self, *, keep_s: float = 10.0) -> None:
+        self.keep_s = keep_s
+        self._received: list[float] = []
+        self._clock: list[float] = []
+        self.latest_s: float | None = None
+        self.first: tuple[float, float] | None = None
+
+    def add(self, received_s: float, clock_s: float) -> None:
+        """Add one /clock message: its wall-clock receive time and its value."""
+        self.latest_s = clock_s
+        if self.first is None:
+            self.first = (received_s, clock_s)
+        self._received.append(received_s)
+        self._clock.append(clock_s)
+        if self._received[0] < received_s - 2 * self.keep_s:
+            cut = bisect.bisect_left(self._received, received_s - self.keep_s)
+            del self._received[:cut], self._clock[:cut]
+
+    def at(self, received_s: float) -> float | None:
+        """Return the latest /clock received at or before a wall-clock time, None before any."""
+        index = bisect.bisect_right(self._received, received_s)
+        return self._clock[index - 1] if index else None
+
+
+class TopicStats:
+    """Counts, rates and ages of one topic over a sliding window of wall-clock time."""
+
+    def __init__(self, name: str, type_name: str, *, window_s: float = 5.0,
+                 aged: bool = True) -> None:
+        self.name = name
+        self.type_name = type_name
+        self.window_s = window_s
+        self.aged = aged
+        self.count = 0
+        self.bytes = 0
+        self.last_stamp_s: float | None = None
+        self._recent: deque[tuple[float, float | None]] = deque()
+
+    def record(self, received_s: float, stamp_s: float | None, size: int = 0) -> None:
+        """Count one message: wall-clock receive time, header stamp, payload bytes."""
+        self.count += 1
+        self.bytes += size
+        if stamp_s is not None:
+            self.last_stamp_s = stamp_s
+        self._recent.append((received_s, stamp_s))
+        self._trim(received_s)
+
+    def _trim(self, now_s: float) -> None:
+        while self._recent and self._recent[0][0] < now_s - self.window_s:
+            self._recent.popleft()
+
+    def row(self, now_s: float, clock: ClockHistory) -> dict[str, Any]:
+        """Return the figures of the table row (None where there is nothing to measure)."""
+        self._trim(now_s)
+        received = sorted(item[0] for item in self._recent)
+        rate_hz = None
+        if len(received) >= 2 and received[-1] > received[0]:
+            period_s = (received[-1] - received[0]) / (len(received) - 1)
+            # Silent for longer than two periods: the rate is falling, count the silence too.
+            span_s = now_s - received[0] if now_s - received[-1] > 2 * period_s else (
+                received[-1] - received[0])
+            rate_hz = (len(received) - 1) / span_s
+        stamps = sorted(item[1] for item in self._recent if item[1] is not None)
+        sim_rate_hz = None
+        if len(stamps) >= 2 and stamps[-1] > stamps[0]:
+            sim_rate_hz = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        ages = []
+        if self.aged:
+            for received_s, stamp_s in self._recent:
+                clock_s = clock.at(received_s)
+                if stamp_s is not None and clock_s is not None:
+                    ages.append(clock_s - stamp_s)
+        ages = np.array(ages)
+        return {
+            'topic': self.name, 'type': self.type_name, 'msgs': self.count,
+            'rate_hz': rate_hz, 'sim_rate_hz': sim_rate_hz,
+            'age_p50_ms': float(np.median(ages) * 1e3) if ages.size else None,
+            'age_max_ms': float(ages.max() * 1e3) if ages.size else None,
+            'mbytes': self.bytes / 1e6, 'last_stamp_s': self.last_stamp_s,
+        }
+
+
+def format_table(rows: Sequence[dict[str, Any]], header: str) -> list[str]:
+    """Return the lines of the table of topic rows under a header line."""
+    def number(value: float | None, digits: int) -> str:
+        return '-' if value is None else f'{value:.{digits}f}'
+
+    width = max([len(row['topic']) for row in rows] + [5])
+    lines = [header, f'{"topic":<{width}}  {"msgs":>7}  {"Hz wall":>8}  {"Hz sim":>8}  '
+             f'{"age p50":>8}  {"age max":>8}  {"MB":>8}']
+    for row in rows:
+        lines.append(
+            f'{row["topic"]:<{width}}  {row["msgs"]:>7}  {number(row["rate_hz"], 1):>8}  '
+            f'{number(row["sim_rate_hz"], 1):>8}  {number(row["age_p50_ms"], 1):>8}  '
+            f'{number(row["age_max_ms"], 1):>8}  {row["mbytes"]:>8.1f}')
+    return lines
+
+
+class Display:
+    """A block of lines redrawn in place on a terminal, printed now and then otherwise."""
+
+    def __init__(self, stream: TextIO, *, tty: bool | None = None) -> None:
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self._drawn = 0
+
+    def show(self, lines: Sequence[str]) -> None:
+        """Draw the block: over the previous one on a terminal, below it otherwise."""
+        if self.tty:
+            # Cursor up to the first line of the previous block, clear to the end, redraw.
+            prefix = f'\x1b[{self._drawn}F\x1b[J' if self._drawn else ''
+            self.stream.write(prefix + '\n'.join(lines) + '\n')
+            self._drawn = len(lines)
+        else:
+            self.stream.write('\n'.join(lines) + '\n\n')
+        self.stream.flush()
+
+    def note(self, line: str) -> None:
+        """Print a line that stays (above the block on a terminal)."""
+        if self.tty and self._drawn:
+            self.stream.write(f'\x1b[{self._drawn}F\x1b[J')
+            self._drawn = 0
+        self.stream.write(line + '\n')
+        self.stream.flush()
+
+
+class _Agent:
+    """The latest messages of one namespace, for pictures."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.clouds: deque[PointCloud2] = deque(maxlen=8)
+        self.image: Image | None = None
+        self.info: CameraInfo | None = None
+        self.drawn_image_stamp_s: float | None = None
+        self.pictures: dict[str, Any] = {}
+
+
+class DemoViewer(Node):
+    """
+    Subscribe like a client, tabulate rates and ages, and draw pictures of the sensors.
+
+    :param namespaces: the agent namespaces (``polaris``, ``maxxum``).
+    :param out_dir: where the PNG files and ``viewer_summary.json`` go.
+    :param picture_period_s: how often to draw the pictures (wall-clock seconds).
+    :param display_period_s: how often to draw the table (on a terminal, twice a second).
+    :param reliable: subscribe reliable (like rviz's default) or best effort.
+    :param stream: where the table goes.
+    :param on_pictures: called with the paths after each drawing.
+    """
+
+    def __init__(self, namespaces: Sequence[str] = ('polaris',), *,
+                 out_dir: Path | str = 'out/demo', picture_period_s: float = 2.0,
+                 display_period_s: float = 5.0, reliable: bool = True,
+                 stream: TextIO | None = None,
+                 on_pictures: Callable[[list[Path]], None] | None = None,
+                 **node_options: Any) -> None:
+        super().__init__('acres_demo_viewer', **node_options)
+        self.out_dir = Path(out_dir)
+        self.display = Display(stream or sys.stdout)
+        self.on_pictures = on_pictures
+        self.static = StaticTransforms()
+        self.clock = ClockHistory()
+        self.started_s = time.time()
+        self.stats: dict[str, TopicStats] = {}
+        self.agents = {name.strip('/'): _Agent(name.strip('/')) for name in namespaces}
+        self._announced: set[Path] = set()
+        reliability = ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=reliability)
+        static_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
+                                reliability=ReliabilityPolicy.RELIABLE,
+                                durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        handlers = {'/clock': self._on_clock, '/tf_static': self._on_tf_static,
+                    '/tf': self._on_tf, '/diagnostics': self._on_diagnostics}
+        for topic, msg_type in SESSION_TOPICS:
+            # Ages against the clock make sense for /tf only (the others carry no sensor stamp).
+            stats = self._stats(topic, msg_type, aged=topic == '/tf')
+            self._subscribe(msg_type, topic, handlers[topic], stats,
+                            static_qos if topic == '/tf_static' else qos)
+        for agent in self.agents.values():
+            for relative, msg_type in AGENT_TOPICS:
+                topic = f'/{agent.namespace}/{relative}' if agent.namespace else f'/{relative}'
+                self._subscribe(msg_type, topic, self._make_handler(agent, relative),
+                                self._stats(topic, msg_type), qos)
+        tty_period_s = 0.5
+        self.create_timer(tty_period_s if self.display.tty else display_period_s, self.show)
+        self.create_timer(picture_period_s, self.draw_pictures)
+
+    def _stats(self, topic: str, msg_type: type, *, aged: bool = True) -> TopicStats:
+        package = msg_type.__module__.split('.')[0]
+        stats = TopicStats(topic, f'{package}/{msg_type.__name__}', aged=aged)
+        self.stats[topic] = stats
+        return stats
+
+    def _subscribe(self, msg_type: type, topic: str,
+                   handler: Callable[[Any], float | None], stats: TopicStats,
+                   qos: QoSProfile) -> None:
+        """Subscribe with a callback that counts each message at its DDS receive time."""
+        def record(msg: Any, received_s: float) -> None:
+            stamp_s = handler(msg, received_s)
+            size = len(msg.data) if msg_type in (PointCloud2, Image) else 0
+            stats.record(received_s, stamp_s, size)
+
+        if _WITH_MESSAGE_INFO:
+            def on_message(msg: Any, info: dict[str, Any]) -> None:
+                # The middleware's receive time (system clock): the viewer's own queueing and
+                # drawing do not count in rates and ages.
+                received_ns = info.get('received_timestamp') or time.time_ns()
+                record(msg, received_ns * 1e-9)
+        else:
+            def on_message(msg: Any) -> None:    # Humble: no message info in rclpy
+                record(msg, time.time())
+        self.create_subscription(msg_type, topic, on_message, qos)
+
+    # -- callbacks: cheap, on the executor; each returns the stamp to count ------------------
+
+    def _on_clock(self, msg: Clock, received_s: float) -> float:
+        clock_s = _stamp_s(msg.clock)
+        self.clock.add(received_s, clock_s)
+        return clock_s
+
+    def _on_tf_static(self, msg: TFMessage, received_s: float) -> None:
+        self.static.add(msg.transforms)
+
+    def _on_tf(self, msg: TFMessage, received_s: float) -> float | None:
+        return _stamp_s(msg.transforms[0].header.stamp) if msg.transforms else None
+
+    def _on_diagnostics(self, msg: DiagnosticArray, received_s: float) -> float:
+        return _stamp_s(msg.header.stamp)
+
+    def _make_handler(self, agent: _Agent, relative: str) -> Callable[[Any, float], float]:
+        def on_message(msg: Any, received_s: float) -> float:
+            if relative == 'lidar/points':
+                agent.clouds.append(msg)
+            elif relative == 'camera/image_raw':
+                agent.image = msg
+            elif relative == 'camera/camera_info':
+                agent.info = msg
+            return _stamp_s(msg.header.stamp)
+        return on_message
+
+    # -- the table -------------------------------------------------------------------------
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Return the table rows: the session's topics, then each agent's."""
+        now_s = time.time()
+        return [stats.row(now_s, self.clock) for stats in self.stats.values()]
+
+    def header(self) -> str:
+        """Return the line above the table: times, real-time factor, frames."""
+        now_s = time.time()
+        parts = [f'wall {now_s - self.started_s:7.1f} s']
+        if self.clock.latest_s is None:
+            parts.append('sim -')
+        else:
+            parts.append(f'sim {self.clock.latest_s:9.3f} s')
+            first_wall_s, first_sim_s = self.clock.first
+            if now_s - first_wall_s > 0.5:
+                factor = (self.clock.latest_s - first_sim_s) / (now_s - first_wall_s)
+                parts.append(f'x{factor:.2f} real time')
+        parts.append(f'tf_static frames {len(self.static.frames)}')
+        return '   '.join(parts)
+
+    def table(self) -> list[str]:
+        """Return the lines of the table as shown now."""
+        lines = format_table(self.rows(), self.header())
+        for agent in self.agents.values():
+            for key in ('overlay', 'birds_eye'):
+                info = agent.pictures.get(key)
+                if info:
+                    lines.append(f'{key:>9}: {info["path"]}  ({info["points"]} points, '
+                                 f'stamp {info["stamp_s"]:.3f} s)')
+        return lines
+
+    def show(self) -> None:
+        """Draw the table."""
+        self.display.show(self.table())
+
+    # -- pictures --------------------------------------------------------------------------
+
+    def draw_pictures(self) -> list[Path]:
+        """Draw and write the pictures of every agent that has what they need; return paths."""
+        written = []
+        for agent in self.agents.values():
+            written.extend(self._draw_agent(agent))
+        if written:
+            self.write_summary()
+            fresh = [path for path in written if path not in self._announced]
+            if fresh and not self.display.tty:
+                self.display.note('pictures: ' + '  '.join(str(path) for path in fresh))
+            self._announced.update(written)
+            if self.on_pictures is not None:
+                self.on_pictures(written)
+        return written
+
+    def _draw_agent(self, agent: _Agent) -> list[Path]:
+        if not agent.clouds:
+            return []
+        written = []
+        # The first agent's pictures have the plain names the README promises.
+        first = agent is next(iter(self.agents.values()))
+        prefix = '' if first else f'{agent.namespace}_'
+        image, info = agent.image, agent.info
+        if image is not None:
+            image_stamp_s = _stamp_s(image.header.stamp)
+            cloud = min(agent.clouds,
+                        key=lambda msg: abs(_stamp_s(msg.header.stamp) - image_stamp_s))
+        else:
+            cloud = agent.clouds[-1]
+        cloud_stamp_s = _stamp_s(cloud.header.stamp)
+        points = cloud_xyz(cloud)
+        root = self.static.root(cloud.header.frame_id)
+        to_root = self.static.lookup(root, cloud.header.frame_id)
+        if to_root is not None and root != cloud.header.frame_id:
+            picture = birds_eye_view(apply_transform(to_root, points))
+            path = write_png(self.out_dir / f'{prefix}birdseye.png', picture.rgb)
+            agent.pictures['birds_eye'] = {
+                'path': str(path), 'points': picture.points, 'total': picture.total,
+                'frame': root, 'stamp_s': cloud_stamp_s}
+            written.append(path)
+        if image is not None and info is not None and (
+                image_stamp_s != agent.drawn_image_stamp_s or not written):
+            to_camera = self.static.lookup(info.header.frame_id, cloud.header.frame_id)
+            if to_camera is not None:
+                picture = camera_lidar_overlay(image_rgb(image),
+                                               apply_transform(to_camera, points),
+                                               list(info.k), list(info.d))
+                path = write_png(self.out_dir / f'{prefix}camera_lidar.png', picture.rgb)
+                agent.pictures['overlay'] = {
+                    'path': str(path), 'points': picture.points, 'total': picture.total,
+                    'frame': info.header.frame_id, 'stamp_s': image_stamp_s,
+                    'cloud_stamp_s': cloud_stamp_s,
+                    'width': image.width, 'height': image.height}
+                agent.drawn_image_stamp_s = image_stamp_s
+                written.append(path)
+        return written
+
+    def summary(self) -> dict[str, Any]:
+        """Return what the viewer saw: the table rows and the pictures, JSON-ready."""
+        return {
+            'wall_s': time.time() - self.started_s,
+            'sim_time_s': self.clock.latest_s,
+            'tf_static_frames': sorted(self.static.frames),
+            'topics': {row['topic']: row for row in self.rows()},
+            'pictures': {name: agent.pictures for name, agent in self.agents.items()},
+        }
+
+    def write_summary(self) -> Path:
+        """Write ``viewer_summary.json`` into the output folder."""
+        path = self.out_dir / SUMMARY_NAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + '.part')
+        partial.write_text(json.dumps(self.summary(), indent=1, allow_nan=False,
+                                      default=_json_default) + '\n')
+        partial.replace(path)
+        return path
+
+    def finish(self) -> None:
+        """Draw the last pictures, write the summary and print the final table once more."""
+        self.draw_pictures()
+        self.write_summary()
+        self.display.show(self.table())
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    raise TypeError(f'cannot write {type(value).__name__} as JSON')
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='acres_demo_viewer',
+        description="Show the rates and ages of the bridge's topics and draw pictures of the "
+                    'LiDAR and the camera.')
+    parser.add_argument('--namespaces', default='polaris',
+                        help='agent namespaces, comma separated (default polaris)')
+    parser.add_argument('--out', default='out/demo', help='where pictures go (default out/demo)')
+    parser.add_argument('--duration', type=float, default=None,
+                        help='stop after this many seconds (default: until Ctrl-C)')
+    parser.add_argument('--picture-period', type=float, default=2.0,
+                        help='seconds between pictures (default 2)')
+    parser.add_argument('--print-period', type=float, default=5.0,
+                        help='seconds between tables when the output is not a terminal')
+    parser.add_argument('--best-effort', action='store_true',
+                        help='subscribe best effort instead of reliable')
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the viewer until Ctrl-C, SIGTERM or ``--duration``."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    ros_args = rclpy.utilities.remove_ros_args(['viewer'] + args_in)[1:]
+    args = _parser().parse_args(ros_args)
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    rclpy.init(args=['viewer'] + args_in)
+    namespaces = [name.strip() for name in args.namespaces.split(',') if name.strip()]
+    viewer = DemoViewer(namespaces, out_dir=args.out, picture_period_s=args.picture_period,
+                        display_period_s=args.print_period, reliable=not args.best_effort)
+    try:
+        if args.duration is None:
+            rclpy.spin(viewer)
+        else:
+            done = Future()
+            viewer.create_timer(args.duration, lambda: done.set_result(True))
+            rclpy.spin_until_future_complete(viewer, done)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        viewer.finish()
+        viewer.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

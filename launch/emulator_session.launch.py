@@ -1,0 +1,94 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Launch the simulator emulator and a whole session against it: try the bridge without the game.
+
+    ros2 launch acres_bridge emulator_session.launch.py
+    ros2 launch acres_bridge emulator_session.launch.py vehicles:=polaris,maxxum rviz:=true
+    ros2 launch acres_bridge emulator_session.launch.py lockstep:=true mode:=core
+
+Starts ``acres_sim_emulator`` (the control channel on ``port``, one sensor stream per vehicle
+on ``sensor_ports``, or 5601, 5602, ... when empty) and includes ``acres_session.launch.py``
+with the same ports; the other arguments pass through to it. The bridge connects when the
+emulator listens (it retries every ``reconnect_s``). Works with the launch and launch_ros of
+Humble to Kilted.
+"""
+
+from launch import LaunchContext
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.actions import ExecuteProcess
+from launch.actions import IncludeLaunchDescription
+from launch.actions import OpaqueFunction
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+from launch.substitutions import PathJoinSubstitution
+from launch_ros.substitutions import ExecutableInPackage
+from launch_ros.substitutions import FindPackageShare
+import yaml
+
+PACKAGE = 'acres_bridge'
+
+# (argument, default, description) of the emulator.
+EMULATOR_ARGUMENTS = (
+    ('vehicles', 'polaris', 'the agents, comma separated: polaris, maxxum'),
+    ('mode', 'game', 'emulate the Unreal game (game) or the ACRES Core server (core)'),
+    ('lockstep', 'false', 'start paused: the world advances on step requests only'),
+    ('rate', '1.0', 'the real-time factor of the playing state'),
+    ('seed', '42', 'the sensor noise seed'),
+    ('port', '5600', 'the control channel port'),
+    ('sensor_ports', '', 'sensor stream ports, one per vehicle, comma separated; empty: '
+     '5601, 5602, ...'),
+)
+# Arguments handed to acres_session.launch.py unchanged.
+SESSION_ARGUMENTS = (
+    ('namespace', '', "the session's namespace"),
+    ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
+    ('point_fields', '', 'xyzi or xyzirt'),
+    ('use_sim_time', 'false', 'the nodes (and rviz2) follow /clock'),
+    ('dds_profile', '', 'a Fast DDS XML profile for the ROS processes; empty: none'),
+    ('rviz', 'false', 'start rviz2 too'),
+    ('log_level', 'info', 'the ROS log level'),
+)
+
+
+def _launch_setup(context: LaunchContext) -> list:
+    def value(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    command = [ExecutableInPackage('acres_sim_emulator', PACKAGE),
+               '--control-port', value('port'), '--vehicles', value('vehicles'),
+               '--mode', value('mode'), '--rate', value('rate'), '--seed', value('seed')]
+    if value('sensor_ports'):
+        command += ['--sensor-ports', value('sensor_ports')]
+    if yaml.safe_load(value('lockstep')) is True:
+        command.append('--lockstep')
+    emulator = ExecuteProcess(cmd=command, name='acres_sim_emulator', output='screen')
+    session = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(
+            PathJoinSubstitution([FindPackageShare(PACKAGE), 'launch',
+                                  'acres_session.launch.py'])),
+        launch_arguments=[(name, value(name)) for name in
+                          ['port', 'sensor_ports'] + [item[0] for item in SESSION_ARGUMENTS]])
+    return [emulator, session]
+
+
+def generate_launch_description() -> LaunchDescription:
+    """Declare the arguments and start the emulator and the session once they are known."""
+    return LaunchDescription([
+        *(DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, default, description in EMULATOR_ARGUMENTS + SESSION_ARGUMENTS),
+        OpaqueFunction(function=_launch_setup),
+    ])
