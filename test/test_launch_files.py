@@ -1,0 +1,341 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What the launch files, the parameter files and the rviz configuration name exists.
+
+Without importing ``launch`` (not installable here): the launch files are read as Python
+syntax trees. Every executable they start is a console script of setup.py, every parameter they
+set and every value of the parameter files is one parameters.py declares for that executable
+(and valid), every file they refer to is in the tree and installed by setup.py's data_files, and
+every topic the rviz configuration shows is a topic of the contract.
+"""
+
+import ast
+from collections.abc import Iterator
+import glob
+import os
+from pathlib import Path
+import sys
+import types
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
+PACKAGE = 'acres_bridge'
+
+# Which node each parameter file configures.
+CONFIG_NODES = {
+    'polaris.yaml': 'sensor_bridge',
+    'maxxum.yaml': 'sensor_bridge',
+    'acres_session.yaml': 'acres_bridge',
+}
+# Parameters every rclpy node has.
+BUILTIN_PARAMETERS = {'use_sim_time'}
+# The contract's topics: relative to an agent's namespace, and absolute.
+AGENT_TOPICS = {
+    'lidar/points', 'camera/image_raw', 'camera/camera_info', 'ins/fix', 'ins/imu',
+    'ins/odometry', 'ground_truth/odometry', 'step_barrier',
+}
+SESSION_TOPICS = {'/clock', '/tf', '/tf_static', '/diagnostics', '/acres/episode'}
+AGENTS = ('polaris', 'maxxum')
+
+
+def _setup_call() -> dict[str, Any]:
+    """Run setup.py with a stand-in for setuptools and return the keywords of setup()."""
+    captured: dict[str, Any] = {}
+    fake = types.ModuleType('setuptools')
+    fake.setup = lambda **keywords: captured.update(keywords)
+    fake.find_packages = lambda *args, **keywords: []
+    saved_module, saved_cwd = sys.modules.get('setuptools'), os.getcwd()
+    sys.modules['setuptools'] = fake
+    try:
+        os.chdir(ROOT)
+        source = (ROOT / 'setup.py').read_text()
+        exec(compile(source, str(ROOT / 'setup.py'), 'exec'), {'__name__': '__main__'})
+    finally:
+        os.chdir(saved_cwd)
+        if saved_module is None:
+            del sys.modules['setuptools']
+        else:
+            sys.modules['setuptools'] = saved_module
+    return captured
+
+
+SETUP = _setup_call()
+CONSOLE_SCRIPTS = {
+    line.split('=')[0].strip(): line.split('=')[1].strip()
+    for line in SETUP['entry_points']['console_scripts']}
+INSTALLED = {str((ROOT / source).resolve()) for _, sources in SETUP['data_files']
+             for source in sources}
+
+
+def _parameters_module() -> types.ModuleType:
+    try:
+        from acres_bridge.nodes import parameters
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith('acres_bridge'):
+            pytest.skip(f'acres_bridge.nodes.parameters is not there yet ({exc.name})')
+        raise
+    return parameters
+
+
+def _declared(executable: str) -> set[str]:
+    """Return the parameters parameters.py declares for a node executable."""
+    parameters = _parameters_module()
+    specs = {'sensor_bridge': parameters.SENSOR_BRIDGE_PARAMETERS,
+             'sim_control': parameters.SIM_CONTROL_PARAMETERS,
+             'acres_bridge': parameters.BRIDGE_PARAMETERS}[executable]
+    return {spec.name for spec in specs}
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def _calls(tree: ast.AST, name: str) -> Iterator[ast.Call]:
+    """Yield the calls of a function or class by its plain name (Node, ExecutableInPackage)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else getattr(func, 'attr', None)
+            if called == name:
+                yield node
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((item.value for item in call.keywords if item.arg == name), None)
+
+
+def _string(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    """Return the module-level NAME = <literal> assignments that are plain literals."""
+    constants = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name):
+            try:
+                constants[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return constants
+
+
+def _arguments(tree: ast.Module) -> dict[str, Any]:
+    """Return the launch arguments of the ARGUMENTS-like tuples: name -> default (or None)."""
+    declared = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and (
+                node.targets[0].id.endswith('ARGUMENTS')):
+            for item in node.value.elts:
+                declared[_string(item.elts[0])] = _string(item.elts[1])
+    return declared
+
+
+def _ros_nodes(tree: ast.Module) -> list[tuple[str, str]]:
+    """Return (package, executable) of every launch_ros Node with literal names."""
+    nodes = []
+    for call in _calls(tree, 'Node'):
+        package = _keyword(call, 'package')
+        package = _string(package) or (
+            _module_constants(tree).get(package.id) if isinstance(package, ast.Name) else None)
+        nodes.append((package, _string(_keyword(call, 'executable'))))
+    return nodes
+
+
+def _set_parameters(tree: ast.Module) -> set[str]:
+    """Return every parameter name the file sets: `*_parameters` dicts, `overrides[...]`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id.endswith('_parameters') and (
+                    isinstance(node.value, ast.Dict)):
+                names.update(_string(key) for key in node.value.keys)
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and (
+                    target.value.id == 'overrides'):
+                names.add(_string(target.slice))
+    for call in _calls(tree, 'Node'):
+        parameters = _keyword(call, 'parameters')
+        for node in ast.walk(parameters) if parameters is not None else ():
+            if isinstance(node, ast.Dict):
+                names.update(_string(key) for key in node.keys)
+    assert None not in names, 'a parameter name that is not a string literal'
+    return names
+
+
+def _referenced_files(tree: ast.Module) -> set[str]:
+    return {node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.endswith(('.yaml', '.rviz', '.xml', '.launch.py'))
+            and ' ' not in node.value and not node.value.startswith('.')}
+
+
+def _ros_parameters(path: Path) -> dict[str, Any]:
+    document = yaml.safe_load(path.read_text())
+    assert list(document) == ['/**'], f'{path.name}: parameters for any node name (/**)'
+    return document['/**']['ros__parameters']
+
+
+def test_the_three_launch_files_are_there() -> None:
+    assert {path.name for path in LAUNCH_FILES} == {
+        'sensor_bridge.launch.py', 'acres_session.launch.py', 'emulator_session.launch.py'}
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
+def test_launch_file_is_installed_and_has_generate_launch_description(path: Path) -> None:
+    tree = _tree(path)
+    assert str(path.resolve()) in INSTALLED
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert 'generate_launch_description' in functions
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
+def test_every_executable_a_launch_file_starts_is_a_console_script(path: Path) -> None:
+    tree = _tree(path)
+    executables = []
+    for package, executable in _ros_nodes(tree):
+        assert executable, 'a Node without a literal executable'
+        if package == PACKAGE:
+            executables.append(executable)
+        else:
+            assert (package, executable) == ('rviz2', 'rviz2')
+    for call in _calls(tree, 'ExecutableInPackage'):
+        executables.append(_string(call.args[0]))
+    assert executables
+    for executable in executables:
+        assert executable in CONSOLE_SCRIPTS, f'{executable} is not a console script'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
+def test_every_parameter_a_launch_file_sets_is_declared_by_its_node(path: Path) -> None:
+    tree = _tree(path)
+    ours = [executable for package, executable in _ros_nodes(tree) if package == PACKAGE]
+    assert len(ours) <= 1, 'one acres_bridge node per launch file keeps this test simple'
+    names = _set_parameters(tree)
+    if not ours:
+        assert names <= BUILTIN_PARAMETERS
+        return
+    undeclared = names - _declared(ours[0]) - BUILTIN_PARAMETERS
+    assert not undeclared, f'{ours[0]} does not declare {sorted(undeclared)}'
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
+def test_every_file_a_launch_file_names_exists_and_is_installed(path: Path) -> None:
+    for name in _referenced_files(_tree(path)):
+        folder = 'launch' if name.endswith('.launch.py') else 'config'
+        target = ROOT / folder / name
+        assert target.is_file(), f'{path.name} names {name}, missing in {folder}/'
+        assert str(target.resolve()) in INSTALLED, f'{folder}/{name} is not installed'
+
+
+def test_the_default_vehicle_of_the_sensor_bridge_launch_has_a_parameter_file() -> None:
+    arguments = _arguments(_tree(ROOT / 'launch' / 'sensor_bridge.launch.py'))
+    assert (ROOT / 'config' / f'{arguments["namespace"]}.yaml').is_file()
+    for agent in AGENTS:
+        assert (ROOT / 'config' / f'{agent}.yaml').is_file()
+
+
+def test_the_emulator_launch_passes_only_arguments_the_session_launch_declares() -> None:
+    emulator_tree = _tree(ROOT / 'launch' / 'emulator_session.launch.py')
+    session = _arguments(_tree(ROOT / 'launch' / 'acres_session.launch.py'))
+    passed = {item[0] for item in _module_constants(emulator_tree)['SESSION_ARGUMENTS']}
+    passed |= {'port', 'sensor_ports'}
+    assert passed <= set(session), sorted(passed - set(session))
+
+
+def test_the_emulator_launch_uses_options_the_emulator_accepts() -> None:
+    from acres_bridge.emulator import server
+    tree = _tree(ROOT / 'launch' / 'emulator_session.launch.py')
+    options = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+               and isinstance(node.value, str) and node.value.startswith('--')}
+    assert options >= {'--control-port', '--vehicles', '--mode', '--lockstep'}
+    accepted = {option for action in server._parser()._actions
+                for option in action.option_strings}
+    assert options <= accepted, sorted(options - accepted)
+
+
+def test_the_session_launch_sets_the_dds_profile_variables() -> None:
+    tree = _tree(ROOT / 'launch' / 'acres_session.launch.py')
+    variables = {_string(call.args[0]) for call in _calls(tree, 'SetEnvironmentVariable')}
+    assert {'FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'} <= variables
+    assert {'dds_profile', 'rviz', 'use_sim_time', 'namespace', 'port',
+            'sensor_ports'} <= set(_arguments(tree))
+
+
+def test_every_config_file_is_installed() -> None:
+    for path in (ROOT / 'config').iterdir():
+        if path.suffix in ('.yaml', '.xml', '.rviz'):
+            assert str(path.resolve()) in INSTALLED, f'config/{path.name} is not installed'
+    assert set(glob.glob(str(ROOT / 'config' / '*.yaml'))) == {
+        str(ROOT / 'config' / name) for name in CONFIG_NODES}
+
+
+@pytest.mark.parametrize('name', sorted(CONFIG_NODES))
+def test_parameter_file_sets_only_declared_parameters_with_valid_values(name: str) -> None:
+    node = CONFIG_NODES[name]
+    values = _ros_parameters(ROOT / 'config' / name)
+    undeclared = set(values) - _declared(node) - BUILTIN_PARAMETERS
+    assert not undeclared, f'{name}: {node} does not declare {sorted(undeclared)}'
+    parameters = _parameters_module()
+    check = {'sensor_bridge': parameters.sensor_bridge_parameters_from_values,
+             'acres_bridge': parameters.bridge_parameters_from_values}[node]
+    settings = check({key: value for key, value in values.items()
+                      if key not in BUILTIN_PARAMETERS})
+    if node == 'sensor_bridge':
+        agent = name.removesuffix('.yaml')
+        assert settings.frame_prefix.strip('/') == agent
+
+
+def test_only_the_first_agent_publishes_the_clock() -> None:
+    assert _ros_parameters(ROOT / 'config' / 'polaris.yaml')['publish_clock'] is True
+    assert _ros_parameters(ROOT / 'config' / 'maxxum.yaml')['publish_clock'] is False
+
+
+def _rviz_topics(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == 'Topic':
+                yield value['Value'] if isinstance(value, dict) else value
+            else:
+                yield from _rviz_topics(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _rviz_topics(item)
+
+
+def test_every_topic_of_the_rviz_config_is_a_contract_topic() -> None:
+    document = yaml.safe_load((ROOT / 'config' / 'acres.rviz').read_text())
+    topics = list(_rviz_topics(document))
+    assert '/polaris/lidar/points' in topics and '/polaris/camera/image_raw' in topics
+    contract = SESSION_TOPICS | {f'/{agent}/{topic}' for agent in AGENTS
+                                 for topic in AGENT_TOPICS}
+    assert set(topics) <= contract, sorted(set(topics) - contract)
+
+
+def test_the_rviz_config_shows_the_cloud_image_tf_and_odometry_in_a_known_frame() -> None:
+    manager = yaml.safe_load((ROOT / 'config' / 'acres.rviz').read_text())[
+        'Visualization Manager']
+    classes = {display['Class'] for display in manager['Displays']}
+    assert {'rviz_default_plugins/PointCloud2', 'rviz_default_plugins/Image',
+            'rviz_default_plugins/TF', 'rviz_default_plugins/Odometry'} <= classes
+    assert manager['Global Options']['Fixed Frame'] in ('world', 'polaris/base_footprint')
+    # The fixed frame world needs world -> polaris/base_footprint on /tf.
+    assert _ros_parameters(ROOT / 'config' / 'polaris.yaml')['publish_tf'] in ('ins', 'truth')
