@@ -1,0 +1,64 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Stamps and the simulation clock.
+
+Every stamp of the sensor stream is the world's simulation time in seconds (float64). A
+message header carries it as ``builtin_interfaces/Time`` (whole seconds and nanoseconds); a
+Clock frame becomes ``rosgraph_msgs/Clock`` with ``clock`` = the frame's header stamp.
+"""
+
+import math
+
+from builtin_interfaces.msg import Time
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Header
+
+from acres_bridge.protocol.frames import ClockFrame
+
+_NS_PER_S = 1_000_000_000
+_INT32_MIN = -(1 << 31)
+_INT32_MAX = (1 << 31) - 1
+
+
+def stamp_to_time(stamp_s: float) -> Time:
+    """
+    Return a stamp in seconds as ``builtin_interfaces/Time``, rounded to the nanosecond.
+
+    :raises ValueError: for a stamp that is not finite or beyond the int32 seconds of Time.
+    """
+    if not math.isfinite(stamp_s):
+        raise ValueError(f'stamp {stamp_s} s is not a finite time')
+    # Round once on the whole nanosecond count, so 0.9999999999 s becomes 1 s 0 ns.
+    total_ns = round(stamp_s * _NS_PER_S)
+    sec, nanosec = divmod(total_ns, _NS_PER_S)
+    if not _INT32_MIN <= sec <= _INT32_MAX:
+        raise ValueError(f'stamp {stamp_s} s is beyond the range of builtin_interfaces/Time')
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def time_to_stamp(time: Time) -> float:
+    """Return a ``builtin_interfaces/Time`` in seconds."""
+    return time.sec + time.nanosec / _NS_PER_S
+
+
+def make_header(stamp_s: float, frame_id: str) -> Header:
+    """Return a header with the stamp of a frame and a frame id."""
+    return Header(stamp=stamp_to_time(stamp_s), frame_id=frame_id)
+
+
+def clock_frame_to_clock(frame: ClockFrame) -> Clock:
+    """Return the ``/clock`` message of a Clock frame: its header stamp, the world time."""
+    return Clock(clock=stamp_to_time(frame.header.stamp_s))

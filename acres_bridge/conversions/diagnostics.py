@@ -1,0 +1,95 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The statistics of a sensor stream as ``diagnostic_msgs`` statuses.
+
+The input is ``SensorStreamClient.stats`` (see ``protocol/transport.py``), optionally with the
+bridge's own counters merged in: ``published`` and ``dropped`` in each ``by_type`` entry (frames
+converted and published, frames received but not published) and their totals at the top.
+
+Level: ERROR while disconnected (the message is the reason); WARN when bad frames, callback
+errors or drops grew since the ``previous`` snapshot; OK otherwise. Keys: the connection
+counters (``connected``, ``reason``, ``connections``, ``reconnects``, ``bad_frames``, ...) and
+for each frame type ``<type>.frames``, ``.published``, ``.dropped``, ``.bad``, ``.rate_hz``,
+``.latency_p50_ms``, ``.latency_max_ms`` (transport latency: receive time minus the frame's
+publish time), ``n/a`` for a figure without data.
+"""
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import KeyValue
+from std_msgs.msg import Header
+
+FRAME_TYPES = ('hello', 'clock', 'ins', 'lidar', 'camera', 'barrier')
+CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'connections', 'reconnects',
+                   'connect_failures', 'disconnects', 'bad_frames', 'last_bad_frame',
+                   'unknown_frames', 'sequence_gaps', 'callback_errors', 'frames', 'bytes',
+                   'published', 'dropped')
+TYPE_KEYS = ('frames', 'published', 'dropped', 'bad', 'rate_hz', 'latency_p50_ms',
+             'latency_max_ms')
+_PROBLEM_COUNTERS = ('bad_frames', 'callback_errors', 'dropped')
+
+
+def format_value(value: Any) -> str:
+    """Return a statistic as diagnostic text: floats to 3 decimals, None as ``n/a``."""
+    if value is None:
+        return 'n/a'
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, float):
+        return f'{value:.3f}'
+    return str(value)
+
+
+def stream_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: str = '',
+                           previous: Mapping[str, Any] | None = None) -> DiagnosticStatus:
+    """
+    Return the diagnostic status of one sensor stream.
+
+    :param stats: a snapshot of the stream's statistics (with the bridge's counters merged).
+    :param name: the status name, e.g. ``sensor_bridge: polaris sensor stream``.
+    :param hardware_id: the stream's address, e.g. ``127.0.0.1:5601``.
+    :param previous: the snapshot of the last report, to tell new problems from old ones.
+    """
+    values = [KeyValue(key=key, value=format_value(stats.get(key))) for key in CONNECTION_KEYS]
+    by_type = stats.get('by_type', {})
+    for frame_type in FRAME_TYPES:
+        figures = by_type.get(frame_type, {})
+        values.extend(KeyValue(key=f'{frame_type}.{key}', value=format_value(figures.get(key)))
+                      for key in TYPE_KEYS)
+    if not stats.get('connected'):
+        level = DiagnosticStatus.ERROR
+        message = f'disconnected: {stats.get("reason") or "not connected"}'
+    else:
+        grown = [key for key in _PROBLEM_COUNTERS
+                 if (stats.get(key) or 0) > ((previous or {}).get(key) or 0)]
+        if grown:
+            level = DiagnosticStatus.WARN
+            message = 'streaming with new ' + ', '.join(key.replace('_', ' ') for key in grown)
+        else:
+            level = DiagnosticStatus.OK
+            message = 'streaming'
+    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id,
+                            values=values)
+
+
+def diagnostic_array(statuses: Iterable[DiagnosticStatus], stamp: Time) -> DiagnosticArray:
+    """Return a ``/diagnostics`` message of statuses."""
+    return DiagnosticArray(header=Header(stamp=stamp), status=list(statuses))

@@ -1,0 +1,157 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+INS frames to NavSatFix, Imu and Odometry messages (the values are indexed by ``InsField``).
+
+=========================  =============================================================
+message                    values
+=========================  =============================================================
+NavSatFix                  latitude, longitude, altitude = 16, 17, 18; covariance diagonal
+                           = 19, 20, 21 (east, north, up: the ENU order of the message)
+                           with COVARIANCE_TYPE_DIAGONAL_KNOWN; status = 29; service GPS
+Imu                        orientation = 22..25 (x, y, z, w); angular_velocity = 10..12;
+                           linear_acceleration = 13..15 (specific force, +9.81 z at rest)
+Odometry (INS)             pose position = 26..28, orientation = 22..25; twist linear =
+                           7..9, angular = 10..12 (body frame, the child frame)
+Odometry (ground truth)    pose position = 32..34, orientation = 35..38; twist linear x = 39
+=========================  =============================================================
+
+Without a geographic reference the simulator sends NaN for 16 to 21 and status -1. The fix then
+says so and claims nothing: status STATUS_NO_FIX, COVARIANCE_TYPE_UNKNOWN with a zero
+covariance (never a NaN presented as a variance); latitude, longitude and altitude stay NaN,
+the message definition's "not available". The same holds for any epoch whose position or
+covariance is not finite, whatever its status value says. Covariances the INS does not give
+(orientation, rates, acceleration, twist, pose) are zero: unknown, as the messages define.
+"""
+
+import math
+
+from geometry_msgs.msg import Point
+from geometry_msgs.msg import Quaternion
+from geometry_msgs.msg import Vector3
+from nav_msgs.msg import Odometry
+from sensor_msgs.msg import Imu
+from sensor_msgs.msg import NavSatFix
+from sensor_msgs.msg import NavSatStatus
+from std_msgs.msg import Header
+
+from acres_bridge.protocol.frames import INS_FIELD_COUNT
+from acres_bridge.protocol.frames import InsField
+from acres_bridge.protocol.frames import InsFrame
+
+_F = InsField
+_KNOWN_STATUSES = frozenset((NavSatStatus.STATUS_NO_FIX, NavSatStatus.STATUS_FIX,
+                             NavSatStatus.STATUS_SBAS_FIX, NavSatStatus.STATUS_GBAS_FIX))
+
+
+def _values(frame: InsFrame) -> tuple[float, ...]:
+    values = frame.values
+    if len(values) != INS_FIELD_COUNT:
+        raise ValueError(f'an INS frame has {INS_FIELD_COUNT} values, got {len(values)}')
+    return values
+
+
+def _vector(values: tuple[float, ...], first: int) -> Vector3:
+    return Vector3(x=values[first], y=values[first + 1], z=values[first + 2])
+
+
+def _point(values: tuple[float, ...], first: int) -> Point:
+    return Point(x=values[first], y=values[first + 1], z=values[first + 2])
+
+
+def _quaternion(values: tuple[float, ...], first: int) -> Quaternion:
+    return Quaternion(x=values[first], y=values[first + 1], z=values[first + 2],
+                      w=values[first + 3])
+
+
+def fix_status(value: float) -> int:
+    """
+    Return the ``NavSatStatus`` status of value 29: -1, 0, 1 or 2.
+
+    Anything else (NaN, a fraction, an unknown code) is STATUS_NO_FIX: a fix is never claimed
+    from a value that does not say one.
+    """
+    if not math.isfinite(value) or value != int(value) or int(value) not in _KNOWN_STATUSES:
+        return NavSatStatus.STATUS_NO_FIX
+    return int(value)
+
+
+def ins_frame_to_navsatfix(frame: InsFrame, header: Header) -> NavSatFix:
+    """Return the GNSS fix of an INS epoch (``header`` used as given)."""
+    values = _values(frame)
+    status = fix_status(values[_F.FIX_STATUS])
+    position = (values[_F.LAT], values[_F.LON], values[_F.HEIGHT])
+    variances = (values[_F.COV_E], values[_F.COV_N], values[_F.COV_U])
+    position_known = all(math.isfinite(value) for value in position)
+    covariance_known = all(math.isfinite(value) and value >= 0.0 for value in variances)
+    if not position_known:
+        status = NavSatStatus.STATUS_NO_FIX
+    fix = NavSatFix(
+        header=header,
+        status=NavSatStatus(status=status, service=NavSatStatus.SERVICE_GPS),
+        latitude=position[0], longitude=position[1], altitude=position[2])
+    if position_known and covariance_known:
+        fix.position_covariance = [variances[0], 0.0, 0.0,
+                                   0.0, variances[1], 0.0,
+                                   0.0, 0.0, variances[2]]
+        fix.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+    else:
+        fix.position_covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
+    return fix
+
+
+def ins_frame_to_imu(frame: InsFrame, header: Header) -> Imu:
+    """Return the IMU message of an INS epoch (body frame base_footprint; ``header`` as given)."""
+    values = _values(frame)
+    return Imu(header=header,
+               orientation=_quaternion(values, _F.ENU_QX),
+               angular_velocity=_vector(values, _F.GYRO_X),
+               linear_acceleration=_vector(values, _F.ACCEL_X))
+
+
+def _odometry(header: Header, child_frame_id: str, values: tuple[float, ...], position: int,
+              orientation: int) -> Odometry:
+    odometry = Odometry(header=header, child_frame_id=child_frame_id)
+    odometry.pose.pose.position = _point(values, position)
+    odometry.pose.pose.orientation = _quaternion(values, orientation)
+    return odometry
+
+
+def ins_frame_to_odometry(frame: InsFrame, header: Header, *, child_frame_id: str) -> Odometry:
+    """
+    Return the INS odometry of an epoch: base_footprint in the world frame.
+
+    :param header: frame id = the world frame; used as given.
+    :param child_frame_id: the body frame (base_footprint with its prefix).
+    """
+    values = _values(frame)
+    odometry = _odometry(header, child_frame_id, values, _F.ENU_X, _F.ENU_QX)
+    odometry.twist.twist.linear = _vector(values, _F.VEL_X)
+    odometry.twist.twist.angular = _vector(values, _F.GYRO_X)
+    return odometry
+
+
+def ins_frame_to_ground_truth_odometry(frame: InsFrame, header: Header, *,
+                                       child_frame_id: str) -> Odometry:
+    """
+    Return the exact pose of an epoch: base_footprint in the world frame, forward speed.
+
+    :param header: frame id = the world frame; used as given.
+    :param child_frame_id: the body frame (base_footprint with its prefix).
+    """
+    values = _values(frame)
+    odometry = _odometry(header, child_frame_id, values, _F.TRUTH_X, _F.TRUTH_QX)
+    odometry.twist.twist.linear.x = values[_F.TRUTH_SPEED]
+    return odometry

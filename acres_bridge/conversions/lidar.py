@@ -1,0 +1,173 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+LiDAR frames to organised ``sensor_msgs/PointCloud2`` clouds.
+
+The cloud keeps the frame's organisation: ``height`` = columns, ``width`` = rings, the point
+of column c and ring r at row c, column r (the frame's cell index c x rings + r), little-endian,
+``is_dense`` false (a beam without a return is NaN x, y, z with intensity 0).
+
+``xyzi`` (point step 16, the frame's own points)::
+
+    offset  field      type
+    0       x          FLOAT32   m, LiDAR frame (FLU)
+    4       y          FLOAT32
+    8       z          FLOAT32
+    12      intensity  FLOAT32   the reflectivity byte, 0 to 255
+
+``data`` is then byte for byte the frame's points. ``xyzirt`` (point step 24) adds::
+
+    16      ring       UINT16    the ring index r
+    18      (2 bytes of padding, zero, so that time is aligned)
+    20      time       FLOAT32   s relative to the stamp (the end of the sweep), <= 0
+
+The frame has no time per point: the LiDAR dataset's firing rule gives it. Column c fires
+(columns - 1 - c) / columns x sweep before the stamp, so the last column is at 0 and column 0
+almost a whole sweep earlier; a sweep of 0 (a scan of one instant) gives 0 everywhere.
+"""
+
+import array
+import functools
+import math
+
+import numpy as np
+from sensor_msgs.msg import PointCloud2
+from sensor_msgs.msg import PointField
+from std_msgs.msg import Header
+
+from acres_bridge.protocol.frames import LIDAR_POINT_STEP
+from acres_bridge.protocol.frames import LidarFrame
+
+POINT_FIELD_SETS = ('xyzi', 'xyzirt')
+XYZI_POINT_STEP = LIDAR_POINT_STEP
+XYZIRT_POINT_STEP = 24
+
+# (name, offset, datatype) of each field, in the order of the cloud.
+_XYZI = (('x', 0, PointField.FLOAT32), ('y', 4, PointField.FLOAT32),
+         ('z', 8, PointField.FLOAT32), ('intensity', 12, PointField.FLOAT32))
+_XYZIRT = _XYZI + (('ring', 16, PointField.UINT16), ('time', 20, PointField.FLOAT32))
+
+XYZIRT_DTYPE = np.dtype({
+    'names': ['x', 'y', 'z', 'intensity', 'ring', 'time'],
+    'formats': ['<f4', '<f4', '<f4', '<f4', '<u2', '<f4'],
+    'offsets': [0, 4, 8, 12, 16, 20],
+    'itemsize': XYZIRT_POINT_STEP,
+})
+
+
+def point_fields(fields: str = 'xyzi') -> list[PointField]:
+    """
+    Return the ``PointField`` list of a field set.
+
+    :raises ValueError: for a field set other than ``xyzi`` and ``xyzirt``.
+    """
+    layout = _field_layout(fields)
+    return [PointField(name=name, offset=offset, datatype=datatype, count=1)
+            for name, offset, datatype in layout]
+
+
+def column_times_s(columns: int, sweep_s: float) -> np.ndarray:
+    """
+    Return the firing time of each column relative to the stamp, float32 seconds.
+
+    Column c fires (columns - 1 - c) / columns x ``sweep_s`` before the stamp.
+    """
+    if columns <= 0:
+        return np.zeros(0, dtype='<f4')
+    index = np.arange(columns, dtype=np.float64)
+    return ((index - (columns - 1)) * (sweep_s / columns)).astype('<f4')
+
+
+def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xyzi',
+                         sweep_s: float = 0.0) -> PointCloud2:
+    """
+    Return the organised cloud of a LiDAR frame.
+
+    :param frame: the decoded frame; its points are copied once, so the frame's buffer may be
+        reused when this returns.
+    :param header: the header of the cloud (the frame's stamp, the LiDAR's frame id), used as
+        given.
+    :param fields: ``xyzi`` (the frame's points as they are) or ``xyzirt`` (with ring and time).
+    :param sweep_s: the time of one sweep (1 / the Hello's ``lidar.hz``), for ``xyzirt``.
+    :raises ValueError: for another field set, a sweep that is not finite or negative, or a
+        frame whose points do not fill columns x rings x 16 bytes.
+    """
+    layout = _field_layout(fields)
+    columns, rings = frame.columns, frame.rings
+    count = columns * rings
+    points = frame.points
+    if frame.point_step != XYZI_POINT_STEP or points.nbytes != count * XYZI_POINT_STEP:
+        raise ValueError(f'a LiDAR frame of {columns} x {rings} points of 16 bytes has '
+                         f'{points.nbytes} bytes of points (point step {frame.point_step})')
+    if fields == 'xyzi':
+        data = array.array('B')
+        data.frombytes(points)
+        point_step = XYZI_POINT_STEP
+    else:
+        if not (math.isfinite(sweep_s) and sweep_s >= 0.0):
+            raise ValueError(f'a sweep of {sweep_s} s is not a duration')
+        # One copy of a cached cloud that already holds ring and time, then the frame's 16
+        # bytes per point written into it in one strided numpy copy: no loop per point.
+        data = array.array('B', _xyzirt_template(columns, rings, float(sweep_s)))
+        cells = np.frombuffer(data, dtype=np.uint8).reshape(count, XYZIRT_POINT_STEP)
+        cells[:, :XYZI_POINT_STEP] = np.frombuffer(points, dtype=np.uint8).reshape(
+            count, XYZI_POINT_STEP)
+        del cells
+        point_step = XYZIRT_POINT_STEP
+    cloud = PointCloud2(
+        header=header, height=columns, width=rings,
+        fields=[PointField(name=name, offset=offset, datatype=datatype, count=1)
+                for name, offset, datatype in layout],
+        is_bigendian=False, point_step=point_step, row_step=point_step * rings,
+        is_dense=False)
+    cloud.data = data
+    return cloud
+
+
+def cloud_to_array(cloud: PointCloud2) -> np.ndarray:
+    """
+    Return a read-only numpy view of an xyzi or xyzirt cloud: shape (height, width).
+
+    Fields are named like the cloud's (``x``, ..., ``ring``, ``time``).
+
+    :raises ValueError: for a cloud of another layout.
+    """
+    if cloud.point_step == XYZI_POINT_STEP:
+        dtype = np.dtype({'names': ['x', 'y', 'z', 'intensity'], 'formats': ['<f4'] * 4,
+                          'offsets': [0, 4, 8, 12], 'itemsize': XYZI_POINT_STEP})
+    elif cloud.point_step == XYZIRT_POINT_STEP:
+        dtype = XYZIRT_DTYPE
+    else:
+        raise ValueError(f'a cloud of point step {cloud.point_step} is neither xyzi nor xyzirt')
+    view = np.frombuffer(cloud.data, dtype=dtype).reshape(cloud.height, cloud.width)
+    view.flags.writeable = False
+    return view
+
+
+def _field_layout(fields: str) -> tuple[tuple[str, int, int], ...]:
+    if fields == 'xyzi':
+        return _XYZI
+    if fields == 'xyzirt':
+        return _XYZIRT
+    raise ValueError(f'point fields {fields!r} are not one of {", ".join(POINT_FIELD_SETS)}')
+
+
+@functools.lru_cache(maxsize=4)
+def _xyzirt_template(columns: int, rings: int, sweep_s: float) -> bytes:
+    """Return an xyzirt cloud with ring and time set, x, y, z, intensity and padding zero."""
+    template = np.zeros((columns, rings), dtype=XYZIRT_DTYPE)
+    template['ring'] = np.arange(rings, dtype='<u2')
+    template['time'] = column_times_s(columns, sweep_s)[:, np.newaxis]
+    return template.tobytes()

@@ -1,0 +1,408 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Every parameter of every node of acres_bridge, declared, validated and frozen in one place.
+
+==================  =========================================================================
+node                parameters
+==================  =========================================================================
+sensor_bridge       host, port (5601), frame_prefix, publish_clock, publish_tf, world_frame,
+                    point_fields, reconnect_s
+sim_control         host, port (5600), timeout_s, reconnect_s
+acres_bridge        host, port (5600, the control channel), sensor_ports, timeout_s,
+                    reconnect_s, frame_prefix, publish_clock, publish_tf, world_frame,
+                    point_fields
+==================  =========================================================================
+
+Each ``declare_*_parameters(node)`` declares its node's parameters with a
+``ParameterDescriptor`` (description, constraints, range, ``read_only``: the nodes read them
+once at start), validates the values the node was given and returns a frozen dataclass. A value
+the node cannot run with raises :class:`ParameterError` with one line that names the parameter
+and says why (``parameter host: host '10.0.0.1' resolves to 10.0.0.1, which is not a loopback
+address ...``); nothing falls back silently. The ``*_from_values`` functions validate a plain
+mapping the same way, without rclpy.
+
+Declaring happens in two steps so that the messages are ours and a double may be written as an
+integer (``reconnect_s:=2``): first with dynamic typing and no range, then, once the values are
+valid and normalised, with the final descriptor (static type, range, read-only).
+"""
+
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+import dataclasses
+import math
+from typing import Any
+from typing import TypeVar
+
+from rcl_interfaces.msg import FloatingPointRange
+from rcl_interfaces.msg import IntegerRange
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.transport import require_loopback
+
+PUBLISH_TF_CHOICES = ('none', 'ins', 'truth')
+POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt')
+PORT_RANGE = (1, 65535)
+RECONNECT_RANGE_S = (0.01, 3600.0)
+TIMEOUT_RANGE_S = (0.001, 86400.0)
+
+
+class ParameterError(ValueError):
+    """A parameter value a node cannot run with; the text is one line for stderr."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParameterSpec:
+    """
+    One parameter: name, default, type, description and constraints.
+
+    :param default: the value when none is given (``None`` for an array that may be unset).
+    :param choices: the only values a string may take.
+    :param integer_range: inclusive bounds of an integer (or of each integer of an array).
+    :param float_range: inclusive bounds of a double.
+    """
+
+    name: str
+    default: Any
+    type: Parameter.Type
+    description: str
+    choices: tuple[str, ...] = ()
+    integer_range: tuple[int, int] | None = None
+    float_range: tuple[float, float] | None = None
+    read_only: bool = True
+
+    def descriptor(self) -> ParameterDescriptor:
+        """Return the final descriptor: static type, constraints, range, read-only."""
+        descriptor = ParameterDescriptor(
+            name=self.name, type=self.type.value, description=self.description,
+            read_only=self.read_only)
+        if self.choices:
+            descriptor.additional_constraints = f'one of: {", ".join(self.choices)}'
+        if self.integer_range is not None:
+            low, high = self.integer_range
+            descriptor.integer_range = [IntegerRange(from_value=low, to_value=high, step=1)]
+        if self.float_range is not None:
+            low, high = self.float_range
+            descriptor.floating_point_range = [
+                FloatingPointRange(from_value=low, to_value=high, step=0.0)]
+        return descriptor
+
+
+_T = Parameter.Type
+
+HOST = ParameterSpec(
+    'host', '127.0.0.1', _T.STRING,
+    'The simulator host. It must resolve to loopback addresses only: the simulator listens '
+    'on 127.0.0.1.')
+SENSOR_PORT = ParameterSpec(
+    'port', 5601, _T.INTEGER, 'The TCP port of the sensor stream of the agent.',
+    integer_range=PORT_RANGE)
+CONTROL_PORT = ParameterSpec(
+    'port', 5600, _T.INTEGER, 'The TCP port of the simulator control channel.',
+    integer_range=PORT_RANGE)
+SENSOR_PORTS = ParameterSpec(
+    'sensor_ports', None, _T.INTEGER_ARRAY,
+    'One sensor stream port per agent; empty: each agent\'s sensor_stream port from the hello '
+    'reply of the control channel.', integer_range=PORT_RANGE)
+FRAME_PREFIX = ParameterSpec(
+    'frame_prefix', '', _T.STRING,
+    'Prepended with a slash to every frame id of the agent (polaris -> polaris/base_footprint); '
+    'the world frame has none.')
+PUBLISH_CLOCK = ParameterSpec(
+    'publish_clock', True, _T.BOOL, 'Publish each Clock frame on /clock.')
+PUBLISH_TF = ParameterSpec(
+    'publish_tf', 'none', _T.STRING,
+    'Publish world_frame -> base_footprint on /tf from the INS (ins) or the exact pose '
+    '(truth), or not at all (none).', choices=PUBLISH_TF_CHOICES)
+WORLD_FRAME = ParameterSpec(
+    'world_frame', 'world', _T.STRING,
+    'The frame id of the world (ENU map grid): odometry frame and /tf parent.')
+POINT_FIELDS = ParameterSpec(
+    'point_fields', 'xyzi', _T.STRING,
+    'The fields of lidar/points: x y z intensity (xyzi), or also ring and time (xyzirt).',
+    choices=POINT_FIELDS_CHOICES)
+RECONNECT_S = ParameterSpec(
+    'reconnect_s', 1.0, _T.DOUBLE, 'The wait before each new connection attempt, s.',
+    float_range=RECONNECT_RANGE_S)
+TIMEOUT_S = ParameterSpec(
+    'timeout_s', 10.0, _T.DOUBLE,
+    'The time a control request waits for its reply, s (a step waits longer in proportion to '
+    'its steps).', float_range=TIMEOUT_RANGE_S)
+
+SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF,
+                            WORLD_FRAME, POINT_FIELDS, RECONNECT_S)
+SIM_CONTROL_PARAMETERS = (HOST, CONTROL_PORT, TIMEOUT_S, RECONNECT_S)
+BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, RECONNECT_S, FRAME_PREFIX,
+                     PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SensorBridgeParameters:
+    """
+    The settings of one sensor bridge (one agent's stream).
+
+    ``host`` is the name as given, ``address`` the loopback address it resolved to.
+    """
+
+    host: str = '127.0.0.1'
+    address: str = '127.0.0.1'
+    port: int = 5601
+    frame_prefix: str = ''
+    publish_clock: bool = True
+    publish_tf: str = 'none'
+    world_frame: str = 'world'
+    point_fields: str = 'xyzi'
+    reconnect_s: float = 1.0
+
+    def replace(self, **changes: Any) -> 'SensorBridgeParameters':
+        """Return a copy with some fields changed, validated again."""
+        values = {**dataclasses.asdict(self), **changes}
+        values.pop('address')
+        return sensor_bridge_parameters_from_values(values)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SimControlParameters:
+    """The settings of the control channel client."""
+
+    host: str = '127.0.0.1'
+    address: str = '127.0.0.1'
+    port: int = 5600
+    timeout_s: float = 10.0
+    reconnect_s: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BridgeParameters:
+    """The settings of a whole session in one process (the acres_bridge executable)."""
+
+    host: str = '127.0.0.1'
+    address: str = '127.0.0.1'
+    port: int = 5600
+    sensor_ports: tuple[int, ...] = ()
+    timeout_s: float = 10.0
+    reconnect_s: float = 1.0
+    frame_prefix: str = ''
+    publish_clock: bool = True
+    publish_tf: str = 'none'
+    world_frame: str = 'world'
+    point_fields: str = 'xyzi'
+
+    def control(self) -> SimControlParameters:
+        """Return the settings of the control channel."""
+        return SimControlParameters(host=self.host, address=self.address, port=self.port,
+                                    timeout_s=self.timeout_s, reconnect_s=self.reconnect_s)
+
+    def sensor(self, port: int, *, frame_prefix: str | None = None,
+               publish_clock: bool | None = None) -> SensorBridgeParameters:
+        """
+        Return the settings of one agent's sensor bridge on ``port``.
+
+        :param frame_prefix: this agent's prefix (default: the ``frame_prefix`` parameter).
+        :param publish_clock: whether this agent publishes /clock (default: the parameter).
+        :raises ParameterError: for a port out of range or a bad prefix.
+        """
+        return sensor_bridge_parameters_from_values({
+            'host': self.host, 'port': port,
+            'frame_prefix': self.frame_prefix if frame_prefix is None else frame_prefix,
+            'publish_clock': self.publish_clock if publish_clock is None else publish_clock,
+            'publish_tf': self.publish_tf, 'world_frame': self.world_frame,
+            'point_fields': self.point_fields, 'reconnect_s': self.reconnect_s})
+
+
+_Settings = TypeVar('_Settings', SensorBridgeParameters, SimControlParameters, BridgeParameters)
+
+
+# --- validation --------------------------------------------------------------------------------
+
+def _check_type(spec: ParameterSpec, value: Any) -> Any:
+    kind = spec.type
+    if kind == _T.STRING and isinstance(value, str):
+        return value
+    if kind == _T.BOOL and isinstance(value, bool):
+        return value
+    if kind == _T.INTEGER and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == _T.DOUBLE and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind == _T.INTEGER_ARRAY and isinstance(value, Sequence) and not isinstance(
+            value, (str, bytes)) and all(
+            isinstance(item, int) and not isinstance(item, bool) for item in value):
+        return tuple(value)
+    wanted = {_T.STRING: 'a string', _T.BOOL: 'true or false', _T.INTEGER: 'an integer',
+              _T.DOUBLE: 'a number', _T.INTEGER_ARRAY: 'a list of integers'}[kind]
+    raise ParameterError(f'parameter {spec.name}: {value!r} is not {wanted}')
+
+
+def _check(spec: ParameterSpec, value: Any) -> Any:
+    """Return a value of a spec's type within its constraints, or raise ParameterError."""
+    value = _check_type(spec, value)
+    if spec.choices and value not in spec.choices:
+        raise ParameterError(
+            f'parameter {spec.name}: {value!r} is not one of {", ".join(spec.choices)}')
+    if spec.integer_range is not None:
+        low, high = spec.integer_range
+        for item in value if isinstance(value, tuple) else (value,):
+            if not low <= item <= high:
+                raise ParameterError(
+                    f'parameter {spec.name}: {item} is not a TCP port from {low} to {high}')
+    if spec.float_range is not None:
+        low, high = spec.float_range
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ParameterError(f'parameter {spec.name}: {value} is not from {low} to {high}')
+    return value
+
+
+def _address(host: str) -> str:
+    try:
+        return require_loopback(host)
+    except TransportError as exc:
+        raise ParameterError(f'parameter host: {exc}') from exc
+
+
+def _frame_id(name: str, value: str, *, prefix: bool) -> str:
+    if any(character.isspace() for character in value):
+        raise ParameterError(f'parameter {name}: {value!r} has white space; a frame id has none')
+    if value.startswith('/'):
+        raise ParameterError(f'parameter {name}: {value!r} starts with /; tf2 frame ids do not')
+    if prefix:
+        return value.rstrip('/')
+    if not value:
+        raise ParameterError(f'parameter {name}: a frame id is needed, got an empty one')
+    return value
+
+
+def _values_of(specs: Sequence[ParameterSpec], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the checked, normalised values of specs, with ``address`` for ``host``."""
+    unknown = set(values) - {spec.name for spec in specs}
+    if unknown:
+        raise ParameterError(f'unknown parameters: {", ".join(sorted(unknown))}')
+    checked = {}
+    for spec in specs:
+        value = values.get(spec.name)
+        if value is None:
+            value = () if spec.type == _T.INTEGER_ARRAY else spec.default
+        checked[spec.name] = _check(spec, value)
+    checked['address'] = _address(checked['host'])
+    if 'frame_prefix' in checked:
+        checked['frame_prefix'] = _frame_id('frame_prefix', checked['frame_prefix'], prefix=True)
+    if 'world_frame' in checked:
+        checked['world_frame'] = _frame_id('world_frame', checked['world_frame'], prefix=False)
+    return checked
+
+
+def sensor_bridge_parameters_from_values(values: Mapping[str, Any]) -> SensorBridgeParameters:
+    """
+    Return validated sensor bridge settings from a mapping (missing keys take defaults).
+
+    :raises ParameterError: for an unknown key or a value the node cannot run with.
+    """
+    return SensorBridgeParameters(**_values_of(SENSOR_BRIDGE_PARAMETERS, values))
+
+
+def sim_control_parameters_from_values(values: Mapping[str, Any]) -> SimControlParameters:
+    """
+    Return validated control channel settings from a mapping (missing keys take defaults).
+
+    :raises ParameterError: for an unknown key or a value the node cannot run with.
+    """
+    return SimControlParameters(**_values_of(SIM_CONTROL_PARAMETERS, values))
+
+
+def bridge_parameters_from_values(values: Mapping[str, Any]) -> BridgeParameters:
+    """
+    Return validated session settings from a mapping (missing keys take defaults).
+
+    :raises ParameterError: for an unknown key or a value the node cannot run with.
+    """
+    return BridgeParameters(**_values_of(BRIDGE_PARAMETERS, values))
+
+
+# --- declaring on a node -------------------------------------------------------------------------
+
+def declare_parameters(node: Node, specs: Sequence[ParameterSpec]) -> dict[str, Any]:
+    """
+    Declare parameters on a node and return the values it was given (or the defaults).
+
+    The parameters stay writable and untyped until :func:`finish_parameters`; call that with
+    the validated values.
+
+    :raises ParameterError: when a parameter cannot be declared (e.g. declared twice).
+    """
+    values = {}
+    for spec in specs:
+        try:
+            parameter = node.declare_parameter(
+                spec.name, spec.default, ParameterDescriptor(
+                    description=spec.description, dynamic_typing=True))
+        except ParameterException as exc:
+            raise ParameterError(f'parameter {spec.name}: {exc}') from exc
+        values[spec.name] = parameter.value
+    return values
+
+
+def finish_parameters(node: Node, specs: Sequence[ParameterSpec],
+                      values: Mapping[str, Any]) -> None:
+    """Store the validated values and give each parameter its final descriptor."""
+    for spec in specs:
+        value = values[spec.name]
+        if spec.type == _T.INTEGER_ARRAY:
+            value = list(value)
+        try:
+            result = node.set_parameters([Parameter(spec.name, spec.type, value)])[0]
+            if not result.successful:
+                raise ParameterError(f'parameter {spec.name}: {result.reason}')
+            node.set_descriptor(spec.name, spec.descriptor())
+        except ParameterException as exc:
+            raise ParameterError(f'parameter {spec.name}: {exc}') from exc
+
+
+def _declare(node: Node, specs: Sequence[ParameterSpec],
+             from_values: Callable[[Mapping[str, Any]], _Settings]) -> _Settings:
+    settings = from_values(declare_parameters(node, specs))
+    finish_parameters(node, specs, dataclasses.asdict(settings))
+    return settings
+
+
+def declare_sensor_bridge_parameters(node: Node) -> SensorBridgeParameters:
+    """
+    Declare, validate and freeze the parameters of the sensor_bridge node.
+
+    :raises ParameterError: for a value the node cannot run with.
+    """
+    return _declare(node, SENSOR_BRIDGE_PARAMETERS, sensor_bridge_parameters_from_values)
+
+
+def declare_sim_control_parameters(node: Node) -> SimControlParameters:
+    """
+    Declare, validate and freeze the parameters of the sim_control node.
+
+    :raises ParameterError: for a value the node cannot run with.
+    """
+    return _declare(node, SIM_CONTROL_PARAMETERS, sim_control_parameters_from_values)
+
+
+def declare_bridge_parameters(node: Node) -> BridgeParameters:
+    """
+    Declare, validate and freeze the parameters of the acres_bridge node (a whole session).
+
+    :raises ParameterError: for a value the node cannot run with.
+    """
+    return _declare(node, BRIDGE_PARAMETERS, bridge_parameters_from_values)

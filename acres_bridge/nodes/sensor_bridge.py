@@ -1,0 +1,621 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the parts it is made of.
+
+* :class:`SensorBridge` attaches one stream to a given node under a namespace relative to the
+  node's (``polaris`` -> ``polaris/lidar/points``). Its reader thread ``sensor-rx:<name>``
+  decodes, converts and publishes each frame; it never creates or destroys an entity. It also
+  tells when the barrier of a lockstep step has been published (:meth:`wait_for_barrier`,
+  :meth:`add_barrier_callback`, :func:`wait_for_barriers`).
+* :class:`SharedPublishers` holds what the bridges on one node share: ``/tf``, ``/tf_static``
+  (one transient-local writer whose message is the union of every bridge's static transforms)
+  and ``/diagnostics`` (one array per second from a steady-clock timer of the executor).
+* :class:`SensorBridgeNode` is the ``sensor_bridge`` executable's node: parameters, one bridge,
+  its diagnostics. Several bridges in one process and one executor (the ``acres_bridge``
+  executable) attach :class:`SensorBridge` objects to one node with one ``SharedPublishers``.
+
+Publisher QoS is reliable keep-last (overridable with the standard ``qos_overrides.<topic>``
+parameters): depth :data:`SMALL_DEPTH` for clock, INS, camera info, barrier and /tf,
+:data:`LARGE_DEPTH` for clouds and images, ``/tf_static`` transient local with depth 1.
+"""
+
+from collections import deque
+from collections.abc import Callable
+from collections.abc import Iterable
+import dataclasses
+import logging
+import math
+import sys
+import threading
+import time
+from typing import Any
+
+from acres_interfaces.msg import StepBarrier
+from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+import rclpy
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo
+from sensor_msgs.msg import Image
+from sensor_msgs.msg import Imu
+from sensor_msgs.msg import NavSatFix
+from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Header
+from tf2_msgs.msg import TFMessage
+
+from acres_bridge.conversions.camera import camera_frame_to_image
+from acres_bridge.conversions.camera import camera_info_from_hello
+from acres_bridge.conversions.clock import stamp_to_time
+from acres_bridge.conversions.diagnostics import diagnostic_array
+from acres_bridge.conversions.diagnostics import FRAME_TYPES
+from acres_bridge.conversions.diagnostics import stream_stats_to_status
+from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry
+from acres_bridge.conversions.ins import ins_frame_to_imu
+from acres_bridge.conversions.ins import ins_frame_to_navsatfix
+from acres_bridge.conversions.ins import ins_frame_to_odometry
+from acres_bridge.conversions.lidar import lidar_frame_to_cloud
+from acres_bridge.conversions.tf import AgentFrames
+from acres_bridge.conversions.tf import hello_to_static_transforms
+from acres_bridge.conversions.tf import odometry_to_transform
+from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
+from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import SensorBridgeParameters
+from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.frames import BarrierFrame
+from acres_bridge.protocol.frames import CameraFrame
+from acres_bridge.protocol.frames import ClockFrame
+from acres_bridge.protocol.frames import Frame
+from acres_bridge.protocol.frames import Hello
+from acres_bridge.protocol.frames import HelloFrame
+from acres_bridge.protocol.frames import InsFrame
+from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.protocol.transport import LogThrottle
+from acres_bridge.protocol.transport import SensorStreamClient
+
+# Keep-last depths. At ten times real time one agent sends 1200 clock, 1000 INS, 100 LiDAR and
+# 100 camera frames per second. A reliable keep-last writer drops a sample it has to overwrite
+# before every reader acknowledged it, so the history must outlast the acknowledgement round
+# trip under load: 200 small messages are 170 ms of clock at 10x (0.2-0.3 ms p50 per message
+# here), 10 clouds or images 100 ms at 10x, 1 s in real time (2.6-3.8 ms p50 per message),
+# for about 25 MB of history per agent. See docs/design.md for the measurements.
+SMALL_DEPTH = 200
+LARGE_DEPTH = 10
+TF_DEPTH = 100
+DIAGNOSTICS_DEPTH = 10
+DIAGNOSTICS_PERIOD_S = 1.0
+BARRIER_HISTORY = 256
+LOG_INTERVAL_S = 5.0
+
+
+def reliable_qos(depth: int) -> QoSProfile:
+    """Return the QoS of the bridge's publishers: reliable, volatile, keep-last ``depth``."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+TF_STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                           reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+_FRAME_KINDS: dict[type, str] = {
+    HelloFrame: 'hello', ClockFrame: 'clock', InsFrame: 'ins', LidarFrame: 'lidar',
+    CameraFrame: 'camera', BarrierFrame: 'barrier'}
+
+
+def _overridable() -> QoSOverridingOptions:
+    return QoSOverridingOptions.with_default_policies()
+
+
+def _transform_key(transforms: Iterable[TransformStamped]) -> tuple:
+    """Return what identifies a set of static transforms (the stamp aside)."""
+    return tuple(
+        (t.header.frame_id, t.child_frame_id,
+         (t.transform.translation.x, t.transform.translation.y, t.transform.translation.z),
+         (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
+          t.transform.rotation.w))
+        for t in transforms)
+
+
+class SharedPublishers:
+    """
+    The topics every sensor bridge on one node shares: ``/tf``, ``/tf_static``, ``/diagnostics``.
+
+    Create it, and call :meth:`tf_publisher` and :meth:`add_diagnostics`, on the thread that
+    builds the node (they create entities); :meth:`set_static_transforms` and publishing are
+    safe from any thread.
+
+    :param diagnostics_period_s: the period of the ``/diagnostics`` timer (steady time, so it
+        runs while the simulation is paused).
+    """
+
+    def __init__(self, node: Node, *, diagnostics_period_s: float = DIAGNOSTICS_PERIOD_S
+                 ) -> None:
+        self._node = node
+        self._lock = threading.Lock()
+        self._static: dict[int, list[TransformStamped]] = {}
+        self._tf_static = node.create_publisher(
+            TFMessage, '/tf_static', TF_STATIC_QOS, qos_overriding_options=_overridable())
+        self._tf: Publisher | None = None
+        self._diagnostics: Publisher | None = None
+        self._timer = None
+        self._diagnostics_period_s = diagnostics_period_s
+        self._sources: list[Callable[[], list[DiagnosticStatus]]] = []
+
+    def tf_publisher(self) -> Publisher:
+        """Return the ``/tf`` publisher, created on the first call."""
+        if self._tf is None:
+            self._tf = self._node.create_publisher(
+                TFMessage, '/tf', reliable_qos(TF_DEPTH), qos_overriding_options=_overridable())
+        return self._tf
+
+    def set_static_transforms(self, owner: object, transforms: list[TransformStamped]) -> None:
+        """Replace the static transforms of ``owner`` and publish the union of all owners."""
+        with self._lock:
+            self._static[id(owner)] = list(transforms)
+            self._publish_static_locked()
+
+    def remove_static_transforms(self, owner: object) -> None:
+        """Forget the static transforms of ``owner``; publish the rest if it had any."""
+        with self._lock:
+            if self._static.pop(id(owner), None) is not None and self._static:
+                self._publish_static_locked()
+
+    def _publish_static_locked(self) -> None:
+        transforms = [transform for owned in self._static.values() for transform in owned]
+        self._tf_static.publish(TFMessage(transforms=transforms))
+
+    def add_diagnostics(self, source: Callable[[], list[DiagnosticStatus]]) -> None:
+        """Add a source of statuses to the ``/diagnostics`` array (creates the timer once)."""
+        if self._diagnostics is None:
+            self._diagnostics = self._node.create_publisher(
+                DiagnosticArray, '/diagnostics', reliable_qos(DIAGNOSTICS_DEPTH),
+                qos_overriding_options=_overridable())
+            self._timer = self._node.create_timer(
+                self._diagnostics_period_s, self.publish_diagnostics,
+                clock=RosClock(clock_type=ClockType.STEADY_TIME))
+        with self._lock:
+            self._sources.append(source)
+
+    def remove_diagnostics(self, source: Callable[[], list[DiagnosticStatus]]) -> None:
+        """Remove a source of statuses."""
+        with self._lock:
+            if source in self._sources:
+                self._sources.remove(source)
+
+    def publish_diagnostics(self) -> None:
+        """Publish one ``/diagnostics`` array of every source's statuses (the timer's job)."""
+        with self._lock:
+            sources = list(self._sources)
+        if self._diagnostics is None or not sources:
+            return
+        statuses = [status for source in sources for status in source()]
+        stamp = self._node.get_clock().now().to_msg()
+        self._diagnostics.publish(diagnostic_array(statuses, stamp))
+
+    def destroy(self) -> None:
+        """Destroy the timer and the publishers."""
+        if self._timer is not None:
+            self._node.destroy_timer(self._timer)
+            self._timer = None
+        for publisher in (self._diagnostics, self._tf, self._tf_static):
+            if publisher is not None:
+                self._node.destroy_publisher(publisher)
+        self._diagnostics = self._tf = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the bridge takes from the Hello of the current connection."""
+
+    hello: Hello | None
+    frames: AgentFrames
+    sweep_s: float
+
+
+class SensorBridge:
+    """
+    Publish one agent's sensor stream on the topics of the contract, attached to a node.
+
+    Topics are ``<namespace>/lidar/points`` ... relative to the node's namespace, plus
+    ``/clock`` (with ``parameters.publish_clock``), ``/tf`` (with ``publish_tf`` ins or truth),
+    ``/tf_static`` and ``/diagnostics`` through ``shared``. Build it on the thread that builds
+    the node, then :meth:`start`; :meth:`destroy` stops and joins the reader before it
+    destroys the publishers.
+
+    :param node: the node the publishers belong to.
+    :param parameters: the stream's settings (validated).
+    :param name: names the reader thread (``sensor-rx:<name>``), the log lines and the
+        diagnostic status; default: the namespace, else the node's name.
+    :param namespace: a namespace relative to the node's, e.g. the agent's name; empty: the
+        node's own.
+    :param shared: the shared topics of the node; default: a new set owned by this bridge.
+    :param on_frame: called on the reader thread with each decoded frame after it was
+        published (its memoryviews are valid only during the call): a tap for recording and
+        tests.
+    """
+
+    def __init__(self, node: Node, parameters: SensorBridgeParameters, *,
+                 name: str | None = None, namespace: str = '',
+                 shared: SharedPublishers | None = None,
+                 on_frame: Callable[[Frame], None] | None = None) -> None:
+        self.node = node
+        self.parameters = parameters
+        self.namespace = namespace.strip('/')
+        self.name = name or self.namespace.replace('/', '.') or node.get_name()
+        self._owns_shared = shared is None
+        self._shared = shared if shared is not None else SharedPublishers(node)
+        self._logger = node.get_logger()
+        self._on_frame = on_frame
+        self._layout = _Layout(None, AgentFrames.of(None, parameters.frame_prefix), 0.0)
+        self._static_key: tuple | None = None
+        self._published = dict.fromkeys(FRAME_TYPES, 0)
+        self._dropped = dict.fromkeys(FRAME_TYPES, 0)
+        self._previous: dict[str, Any] | None = None
+        self._drop_log = LogThrottle(LOG_INTERVAL_S)
+        self._bad_log = LogThrottle(LOG_INTERVAL_S)
+        self._disconnect_log = LogThrottle(LOG_INTERVAL_S)
+        self._barrier = threading.Condition()
+        self._barrier_steps: deque[int] = deque(maxlen=BARRIER_HISTORY)
+        self._last_barrier: tuple[int, float] | None = None
+        self._barrier_callbacks: list[Callable[[int, float], None]] = []
+
+        small, large = reliable_qos(SMALL_DEPTH), reliable_qos(LARGE_DEPTH)
+        self._publishers: list[Publisher] = []
+        self._clock = self._create(Clock, '/clock', small) if parameters.publish_clock else None
+        self._cloud = self._create(PointCloud2, self._topic('lidar/points'), large)
+        self._image = self._create(Image, self._topic('camera/image_raw'), large)
+        self._camera_info = self._create(CameraInfo, self._topic('camera/camera_info'), small)
+        self._fix = self._create(NavSatFix, self._topic('ins/fix'), small)
+        self._imu = self._create(Imu, self._topic('ins/imu'), small)
+        self._odometry = self._create(Odometry, self._topic('ins/odometry'), small)
+        self._truth = self._create(Odometry, self._topic('ground_truth/odometry'), small)
+        self._step_barrier = self._create(StepBarrier, self._topic('step_barrier'), small)
+        self._tf = self._shared.tf_publisher() if parameters.publish_tf != 'none' else None
+        self._shared.add_diagnostics(self.diagnostic_statuses)
+        self._handlers: dict[str, Callable[[Any], None]] = {
+            'hello': self._publish_hello, 'clock': self._publish_clock,
+            'ins': self._publish_ins, 'lidar': self._publish_lidar,
+            'camera': self._publish_camera, 'barrier': self._publish_barrier}
+        self._client = SensorStreamClient(
+            parameters.address, parameters.port, name=self.name, on_frame=self._handle_frame,
+            on_connection=self._on_connection, on_bad_frame=self._on_bad_frame,
+            reconnect_s=parameters.reconnect_s)
+
+    def _topic(self, name: str) -> str:
+        return f'{self.namespace}/{name}' if self.namespace else name
+
+    def _create(self, message_type: type, topic: str, qos: QoSProfile) -> Publisher:
+        publisher = self.node.create_publisher(message_type, topic, qos,
+                                               qos_overriding_options=_overridable())
+        self._publishers.append(publisher)
+        return publisher
+
+    # --- life cycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread: it connects, and reconnects every ``reconnect_s``."""
+        self._client.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the reader thread and join it; no frame is published afterwards."""
+        self._client.stop(timeout_s)
+
+    def destroy(self) -> None:
+        """Stop and join the reader, then destroy this bridge's publishers."""
+        self.stop()
+        self._shared.remove_diagnostics(self.diagnostic_statuses)
+        self._shared.remove_static_transforms(self)
+        for publisher in self._publishers:
+            self.node.destroy_publisher(publisher)
+        self._publishers.clear()
+        if self._owns_shared:
+            self._shared.destroy()
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> SensorStreamClient:
+        """The stream client (its ``stats``, ``hello``, ``connected``)."""
+        return self._client
+
+    @property
+    def connected(self) -> bool:
+        """Whether the stream is connected."""
+        return self._client.connected
+
+    @property
+    def hello(self) -> Hello | None:
+        """The Hello of the last connection (kept after a disconnection), None before one."""
+        return self._layout.hello
+
+    @property
+    def frames(self) -> AgentFrames:
+        """The frame ids the bridge stamps its messages with."""
+        return self._layout.frames
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """
+        Return the client's statistics with the bridge's counters merged in.
+
+        Adds ``published`` and ``dropped`` (frames received but not published) to each
+        ``by_type`` entry and their totals at the top.
+        """
+        stats = self._client.stats
+        published, dropped = dict(self._published), dict(self._dropped)
+        for kind, figures in stats['by_type'].items():
+            figures['published'] = published.get(kind, 0)
+            figures['dropped'] = dropped.get(kind, 0)
+        stats['published'] = sum(published.values())
+        stats['dropped'] = sum(dropped.values())
+        return stats
+
+    def diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Return the status of this stream for ``/diagnostics`` (one per call)."""
+        stats = self.stats
+        status = stream_stats_to_status(
+            stats, name=f'{self.node.get_name()}: {self.name} sensor stream',
+            hardware_id=f'{self.parameters.address}:{self.parameters.port}',
+            previous=self._previous)
+        self._previous = stats
+        return [status]
+
+    # --- lockstep ----------------------------------------------------------------------------
+
+    @property
+    def last_barrier(self) -> tuple[int, float] | None:
+        """The (step, stamp_s) of the last barrier published, None before one."""
+        with self._barrier:
+            return self._last_barrier
+
+    def wait_for_barrier(self, step: int, timeout_s: float | None = None) -> bool:
+        """
+        Wait until the barrier of ``step`` has been published on ``step_barrier``.
+
+        Every frame the stream sent before that barrier has then been published. The bridge
+        remembers the last 256 barrier steps and forgets them when the world's step goes
+        back (a reset), so a step already published returns at once.
+
+        :return: whether it was published within ``timeout_s`` (None: wait forever).
+        """
+        with self._barrier:
+            return self._barrier.wait_for(lambda: step in self._barrier_steps, timeout_s)
+
+    def add_barrier_callback(self, callback: Callable[[int, float], None]) -> None:
+        """
+        Call ``callback(step, stamp_s)`` on the reader thread after each barrier is published.
+
+        It must be quick and must not create entities; what it raises is logged and counted
+        as a callback error of the stream (``callback_errors``).
+        """
+        with self._barrier:
+            self._barrier_callbacks.append(callback)
+
+    def remove_barrier_callback(self, callback: Callable[[int, float], None]) -> None:
+        """Stop calling a barrier callback."""
+        with self._barrier:
+            if callback in self._barrier_callbacks:
+                self._barrier_callbacks.remove(callback)
+
+    # --- the reader thread -------------------------------------------------------------------
+
+    def _handle_frame(self, frame: Frame) -> None:
+        kind = _FRAME_KINDS[type(frame)]
+        try:
+            self._handlers[kind](frame)
+        except Exception as exc:
+            # The top level of one frame on the reader thread: count it and go on.
+            self._dropped[kind] += 1
+            held = self._drop_log.ready()
+            if held is not None:
+                self._logger.warning(
+                    f'sensor stream {self.name}: {kind} frame {frame.header.sequence} not '
+                    f'published: {type(exc).__name__}: {exc}' + _held_text(held))
+            return
+        self._published[kind] += 1
+        # Listeners run after the frame is out; the client counts and logs what they raise.
+        if kind == 'barrier':
+            with self._barrier:
+                callbacks = list(self._barrier_callbacks)
+            for callback in callbacks:
+                callback(frame.step, frame.header.stamp_s)
+        if self._on_frame is not None:
+            self._on_frame(frame)
+
+    def _on_connection(self, connected: bool, reason: str) -> None:
+        if connected:
+            self._logger.info(f'sensor stream {self.name}: {reason}')
+            return
+        if reason == 'stopped':
+            return
+        held = self._disconnect_log.ready()
+        if held is not None:
+            self._logger.warning(
+                f'sensor stream {self.name}: disconnected: {reason}; reconnecting every '
+                f'{self.parameters.reconnect_s:g} s' + _held_text(held))
+
+    def _on_bad_frame(self, error: FrameError) -> None:
+        held = self._bad_log.ready()
+        if held is not None:
+            action = 'skipped' if error.recoverable else 'reconnecting'
+            self._logger.warning(
+                f'sensor stream {self.name}: bad frame ({action}): {error}' + _held_text(held))
+
+    def _publish_hello(self, frame: HelloFrame) -> None:
+        hello = frame.hello
+        prefix = self.parameters.frame_prefix
+        hz = hello.lidar.hz
+        sweep_s = 1.0 / hz if hz > 0 and math.isfinite(hz) else 0.0
+        self._layout = _Layout(hello, AgentFrames.of(hello, prefix), sweep_s)
+        transforms = hello_to_static_transforms(
+            hello, stamp_to_time(frame.header.stamp_s), frame_prefix=prefix)
+        key = _transform_key(transforms)
+        if key != self._static_key:
+            self._shared.set_static_transforms(self, transforms)
+            self._static_key = key
+        self._logger.info(
+            f'sensor stream {self.name}: hello from agent {hello.agent} ({hello.vehicle}): '
+            + ', '.join(_sensor_text(hello)))
+
+    def _publish_clock(self, frame: ClockFrame) -> None:
+        if self._clock is not None:
+            self._clock.publish(Clock(clock=stamp_to_time(frame.header.stamp_s)))
+
+    def _publish_ins(self, frame: InsFrame) -> None:
+        stamp = stamp_to_time(frame.header.stamp_s)
+        frames = self._layout.frames
+        body = Header(stamp=stamp, frame_id=frames.base_footprint)
+        world = Header(stamp=stamp, frame_id=self.parameters.world_frame)
+        odometry = ins_frame_to_odometry(frame, world, child_frame_id=frames.base_footprint)
+        truth = ins_frame_to_ground_truth_odometry(frame, world,
+                                                   child_frame_id=frames.base_footprint)
+        self._fix.publish(ins_frame_to_navsatfix(frame, body))
+        self._imu.publish(ins_frame_to_imu(frame, body))
+        self._odometry.publish(odometry)
+        self._truth.publish(truth)
+        if self._tf is not None:
+            source = odometry if self.parameters.publish_tf == 'ins' else truth
+            self._tf.publish(TFMessage(transforms=[odometry_to_transform(source)]))
+
+    def _publish_lidar(self, frame: LidarFrame) -> None:
+        layout = self._layout
+        header = Header(stamp=stamp_to_time(frame.header.stamp_s), frame_id=layout.frames.lidar)
+        self._cloud.publish(lidar_frame_to_cloud(
+            frame, header, fields=self.parameters.point_fields, sweep_s=layout.sweep_s))
+
+    def _publish_camera(self, frame: CameraFrame) -> None:
+        layout = self._layout
+        header = Header(stamp=stamp_to_time(frame.header.stamp_s),
+                        frame_id=layout.frames.camera_optical)
+        self._image.publish(camera_frame_to_image(frame, header))
+        hello = layout.hello
+        if hello is not None:
+            self._camera_info.publish(camera_info_from_hello(hello, header))
+
+    def _publish_barrier(self, frame: BarrierFrame) -> None:
+        stamp_s = frame.header.stamp_s
+        self._step_barrier.publish(StepBarrier(header=Header(stamp=stamp_to_time(stamp_s)),
+                                               step=frame.step))
+        with self._barrier:
+            if self._last_barrier is not None and frame.step < self._last_barrier[0]:
+                self._barrier_steps.clear()
+            self._barrier_steps.append(frame.step)
+            self._last_barrier = (frame.step, stamp_s)
+            self._barrier.notify_all()
+
+
+def wait_for_barriers(bridges: Iterable[SensorBridge], step: int,
+                      timeout_s: float | None = None) -> bool:
+    """
+    Wait until every bridge has published the barrier of ``step`` (lockstep: all streams done).
+
+    :return: whether all did within ``timeout_s`` (one deadline for all; None: forever).
+    """
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    for bridge in bridges:
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not bridge.wait_for_barrier(step, remaining):
+            return False
+    return True
+
+
+def _held_text(held: int) -> str:
+    return f' ({held} more since the last report)' if held else ''
+
+
+def _sensor_text(hello: Hello) -> list[str]:
+    parts = []
+    if hello.lidar.enabled:
+        parts.append(f'lidar {hello.lidar.columns} x {hello.lidar.rings} at {hello.lidar.hz:g} Hz')
+    if hello.camera.enabled:
+        parts.append(f'camera {hello.camera.width} x {hello.camera.height} at '
+                     f'{hello.camera.hz:g} Hz')
+    if hello.ins.enabled:
+        parts.append(f'INS at {hello.ins.hz:g} Hz')
+    return parts or ['no sensors enabled']
+
+
+class SensorBridgeNode(Node):
+    """
+    The ``sensor_bridge`` node: one agent's sensor stream to topics (see the contract).
+
+    :param node_name: the node's name.
+    :param autostart: start the stream's reader at once; False leaves it to
+        ``node.bridge.start()``.
+    :param on_frame: a tap called with each decoded frame (see :class:`SensorBridge`).
+    :param kwargs: passed to ``rclpy.node.Node`` (``context``, ``namespace``,
+        ``parameter_overrides``, ``cli_args`` ...).
+    :raises ParameterError: for a parameter the node cannot run with (the node is destroyed).
+    """
+
+    def __init__(self, node_name: str = 'sensor_bridge', *, autostart: bool = True,
+                 on_frame: Callable[[Frame], None] | None = None, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.bridge: SensorBridge | None = None
+        try:
+            self.parameters = declare_sensor_bridge_parameters(self)
+        except ParameterError:
+            super().destroy_node()
+            raise
+        name = self.get_namespace().strip('/').replace('/', '.') or self.get_name()
+        self.bridge = SensorBridge(self, self.parameters, name=name, on_frame=on_frame)
+        if autostart:
+            self.bridge.start()
+
+    def destroy_node(self) -> None:
+        """Stop and join the reader thread, then destroy the publishers and the node."""
+        if self.bridge is not None:
+            self.bridge.destroy()
+            self.bridge = None
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the sensor_bridge node until Ctrl-C or shutdown; 2 for a bad parameter."""
+    # The protocol layer reports connections and bad frames through the node's log already.
+    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = SensorBridgeNode()
+        rclpy.spin(node)
+    except ParameterError as exc:
+        print(f'sensor_bridge: {exc}', file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

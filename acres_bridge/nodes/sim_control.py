@@ -1,0 +1,650 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+sim_control: the simulator control channel as ROS 2 services, one action and one topic.
+
+Every op of seed 004 has a service (the simulation_interfaces ones and ``acres/*``), ``step``
+with progress is the ``simulate_steps`` action, and episode events go to ``acres/episode``
+(transient local, depth 1). Names and meanings are in CONTRACT.md's sim_control section.
+
+Callbacks are ``async def`` in one reentrant callback group: each sends its request through
+``ControlClient.request_async`` and awaits the reply future, which the control reader thread
+completes; the executor never blocks on the socket. The node runs in any executor, alone
+(``main``) or beside sensor bridges in one process, and takes a ``barrier_hook`` that
+``step_simulation`` and ``simulate_steps`` await before answering (the lockstep guarantee).
+"""
+
+from collections.abc import Awaitable
+from collections.abc import Callable
+import concurrent.futures
+import dataclasses
+import importlib
+import json
+import math
+import re
+import sys
+import threading
+import time
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange
+from rcl_interfaces.msg import IntegerRange
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.action import ActionServer
+from rclpy.action import CancelResponse
+from rclpy.action import GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import ParameterException
+from rclpy.executors import Executor
+from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from simulation_interfaces.msg import Result
+
+from acres_interfaces.msg import Episode
+
+from acres_bridge.conversions.control import add_warning
+from acres_bridge.conversions.control import detect_shape
+from acres_bridge.conversions.control import entity_filters_unsupported
+from acres_bridge.conversions.control import entity_names_from_reply
+from acres_bridge.conversions.control import entity_state_from_reply
+from acres_bridge.conversions.control import episode_from_event
+from acres_bridge.conversions.control import failed_result
+from acres_bridge.conversions.control import farm_state_fields
+from acres_bridge.conversions.control import farm_state_response
+from acres_bridge.conversions.control import features_from_reply
+from acres_bridge.conversions.control import field_query_fields
+from acres_bridge.conversions.control import fill_message
+from acres_bridge.conversions.control import filter_names
+from acres_bridge.conversions.control import hello_response
+from acres_bridge.conversions.control import named_poses_from_reply
+from acres_bridge.conversions.control import record_fields
+from acres_bridge.conversions.control import ReplyError
+from acres_bridge.conversions.control import result_from_reply
+from acres_bridge.conversions.control import set_conditions_fields
+from acres_bridge.conversions.control import set_entity_state_fields
+from acres_bridge.conversions.control import spawn_entity_fields
+from acres_bridge.conversions.control import spawn_resource
+from acres_bridge.conversions.control import spawnables_from_reply
+from acres_bridge.conversions.control import tags_match
+from acres_bridge.conversions.control import vehicle_shift_fields
+from acres_bridge.conversions.control import vehicle_shifts_response
+from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control import DEFAULT_PORT
+from acres_bridge.protocol.errors import ControlError
+from acres_bridge.protocol.errors import ControlTimeout
+from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.transport import require_loopback
+from acres_bridge.protocol.transport import require_port
+
+DEFAULT_PHYSICS_HZ = 120
+# A step may take this many times its simulated duration on the wall clock before it times
+# out (the game needs about 2x with sensors; a loaded machine more).
+STEP_WALL_FACTOR = 10.0
+# After a reply, how long the executor is nudged until the awaiting coroutine resumed.
+_NUDGE_S = 1.0
+
+EPISODE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+RESULT_OK = Result.RESULT_OK
+RESULT_FEATURE_UNSUPPORTED = Result.RESULT_FEATURE_UNSUPPORTED
+RESULT_OPERATION_FAILED = Result.RESULT_OPERATION_FAILED
+
+# SimulatorFeatures identifiers and the interface that serves each.
+_FEATURE_INTERFACES = {
+    0: 'spawn_entity', 1: 'delete_entity', 2: 'get_named_poses', 10: 'get_entity_state',
+    11: 'set_entity_state', 14: 'get_spawnables', 20: 'reset_simulation',
+    21: 'reset_simulation', 22: 'reset_simulation', 23: 'reset_simulation',
+    24: 'get_simulation_state', 25: 'set_simulation_state', 26: 'set_simulation_state',
+    31: 'step_simulation', 32: 'step_simulation', 33: 'simulate_steps',
+}
+
+BarrierHook = Callable[[int], Awaitable[Any]]
+Reply = dict[str, Any]
+
+
+class ParameterError(ValueError):
+    """A parameter value the node cannot run with; the text is one line for stderr."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SimControlParameters:
+    """The parameters of sim_control (CONTRACT.md)."""
+
+    host: str = '127.0.0.1'
+    port: int = DEFAULT_PORT
+    timeout_s: float = 10.0
+    reconnect_s: float = 1.0
+
+
+def _read_parameters(node: Node) -> SimControlParameters:
+    """
+    Declare and validate sim_control's parameters on a node.
+
+    :raises ParameterError: for a host that is not loopback, a port out of range, a time
+        that is not above 0, or a value of the wrong type.
+    """
+    defaults = SimControlParameters()
+    specs = (
+        ('host', defaults.host, ParameterDescriptor(
+            description='control channel host; loopback addresses only', read_only=True)),
+        ('port', defaults.port, ParameterDescriptor(
+            description='control channel TCP port', read_only=True,
+            integer_range=[IntegerRange(from_value=1, to_value=65535, step=1)])),
+        ('timeout_s', defaults.timeout_s, ParameterDescriptor(
+            description='reply time-out of a request, s; a step adds time per step',
+            read_only=True,
+            floating_point_range=[FloatingPointRange(from_value=0.001, to_value=1e6)])),
+        ('reconnect_s', defaults.reconnect_s, ParameterDescriptor(
+            description='wait before each reconnection attempt, s', read_only=True,
+            floating_point_range=[FloatingPointRange(from_value=0.001, to_value=3600.0)])),
+    )
+    try:
+        values = {name: node.declare_parameter(name, default, descriptor).value
+                  for name, default, descriptor in specs}
+        host = require_loopback(values['host'])
+        port = require_port(values['port'])
+    except (ParameterException, TransportError) as exc:
+        raise ParameterError(str(exc)) from exc
+    for name in ('timeout_s', 'reconnect_s'):
+        if not (math.isfinite(values[name]) and values[name] > 0):
+            raise ParameterError(f'{name} must be above 0, got {values[name]}')
+    return SimControlParameters(host=host, port=port, timeout_s=values['timeout_s'],
+                                reconnect_s=values['reconnect_s'])
+
+
+class FutureWaiter:
+    """
+    Await a ``concurrent.futures.Future`` from an rclpy coroutine without blocking a thread.
+
+    rclpy resumes a waiting coroutine when its executor wakes up, so the future's completion
+    (on whatever thread) creates an executor task, which wakes it. A multi-threaded executor
+    skips a task that is still running, and a wake-up can land between the coroutine's check
+    and the end of that run: the task re-creates itself until the coroutine has resumed
+    (for at most a second), so no reply is ever left waiting for an unrelated event.
+
+    :param future: the future to await; its result or exception is the await's.
+    :param executor: the executor running the awaiting coroutine.
+    """
+
+    def __init__(self, future: concurrent.futures.Future, executor: Executor | None) -> None:
+        self._future = future
+        self._executor = executor
+        self._resumed = False
+        self._nudge_until = 0.0
+
+    def __await__(self):
+        if not self._future.done():
+            self._future.add_done_callback(self._completed)
+            while not self._future.done():
+                yield
+        self._resumed = True
+        return self._future.result()
+
+    def _completed(self, future: concurrent.futures.Future) -> None:
+        if self._executor is not None and not self._resumed:
+            self._nudge_until = time.monotonic() + _NUDGE_S
+            self._executor.create_task(self._nudge)     # create_task wakes the executor
+
+    def _nudge(self) -> None:
+        if not self._resumed and time.monotonic() < self._nudge_until:
+            self._executor.create_task(self._nudge)
+
+
+class SimControlNode(Node):
+    """
+    The control channel's ops as services, the simulate_steps action and acres/episode.
+
+    :param node_name: the node name (``sim_control``).
+    :param parameters: use these instead of declaring and reading the node's parameters
+        (for a process that hosts several nodes and reads its parameters once).
+    :param barrier_hook: awaited with the reply's ``barrier`` step after every successful
+        step, before the service or the action answers; it may return any awaitable rclpy
+        can await in a coroutine (an rclpy Future, a coroutine, a ``FutureWaiter``). An
+        exception from it turns the answer into RESULT_OPERATION_FAILED with its text.
+    :param on_hello: called on the control reader thread with each successful hello reply
+        (one is requested on every connection).
+    :param kwargs: passed to ``rclpy.node.Node`` (namespace, context, parameter_overrides...).
+    :raises ParameterError: for a parameter the node cannot run with.
+    """
+
+    def __init__(self, node_name: str = 'sim_control', *,
+                 parameters: SimControlParameters | None = None,
+                 barrier_hook: BarrierHook | None = None,
+                 on_hello: Callable[[Reply], None] | None = None, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.parameters = parameters if parameters is not None else _read_parameters(self)
+        self.shape = detect_shape()
+        self.barrier_hook = barrier_hook
+        self._on_hello = on_hello
+        self._hello_lock = threading.Lock()
+        self._hello: Reply | None = None
+        self._group = ReentrantCallbackGroup()
+        self._episode_publisher = self.create_publisher(Episode, 'acres/episode', EPISODE_QOS)
+        self.served: list[str] = []
+        self._services = [self._create_service(*spec) for spec in self._service_specs()]
+        self._action_server = self._create_action_server()
+        self.control = ControlClient(
+            self.parameters.host, self.parameters.port, timeout_s=self.parameters.timeout_s,
+            reconnect_s=self.parameters.reconnect_s, on_event=self._on_event,
+            on_connection=self._on_connection)
+        self.control.start()
+        self.get_logger().info(
+            f'serving {len(self.served)} interfaces (simulation_interfaces {self.shape.major}.x '
+            f'shape) for the control channel at {self.parameters.host}:{self.parameters.port}')
+
+    def destroy_node(self) -> None:
+        """Stop the control client (failing waiting requests), then the ROS entities."""
+        self.control.stop()
+        if self._action_server is not None:
+            self._action_server.destroy()
+            self._action_server = None
+        super().destroy_node()
+
+    @property
+    def hello(self) -> Reply | None:
+        """The last successful hello reply, None before one."""
+        with self._hello_lock:
+            return self._hello
+
+    @property
+    def physics_hz(self) -> float:
+        """The physics rate of the last hello reply (120 before one)."""
+        hello = self.hello
+        rate = hello.get('physics_hz') if hello is not None else None
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
+            return float(rate)
+        return float(DEFAULT_PHYSICS_HZ)
+
+    def step_timeout_s(self, steps: int) -> float:
+        """Return the reply time-out of a step request: timeout_s plus time per step."""
+        return self.parameters.timeout_s + steps / self.physics_hz * STEP_WALL_FACTOR
+
+    # --- set-up ------------------------------------------------------------------------------
+
+    def _service_specs(self) -> list[tuple[str, str, str, str, Callable[..., Awaitable[None]]]]:
+        """Return (ROS name, package, type, op, handler) of every service."""
+        simulation = 'simulation_interfaces'
+        acres = 'acres_interfaces'
+        return [
+            ('get_simulator_features', simulation, 'GetSimulatorFeatures', 'hello',
+             self._get_simulator_features),
+            ('get_simulation_state', simulation, 'GetSimulationState', 'get_state',
+             self._get_simulation_state),
+            ('set_simulation_state', simulation, 'SetSimulationState', 'set_state',
+             self._set_simulation_state),
+            ('step_simulation', simulation, 'StepSimulation', 'step', self._step_simulation),
+            ('reset_simulation', simulation, 'ResetSimulation', 'reset',
+             self._reset_simulation),
+            ('get_entities', simulation, 'GetEntities', 'get_entities', self._get_entities),
+            ('get_entity_state', simulation, 'GetEntityState', 'get_entity_state',
+             self._get_entity_state),
+            ('set_entity_state', simulation, 'SetEntityState', 'set_entity_state',
+             self._set_entity_state),
+            ('spawn_entity', simulation, 'SpawnEntity', 'spawn_entity', self._spawn_entity),
+            ('delete_entity', simulation, 'DeleteEntity', 'delete_entity',
+             self._delete_entity),
+            ('get_spawnables', simulation, 'GetSpawnables', 'get_spawnables',
+             self._get_spawnables),
+            ('get_named_poses', simulation, 'GetNamedPoses', 'get_named_poses',
+             self._get_named_poses),
+            ('acres/hello', acres, 'Hello', 'hello', self._hello_service),
+            ('acres/set_conditions', acres, 'SetConditions', 'set_conditions',
+             self._set_conditions),
+            ('acres/set_vehicle_shift', acres, 'SetVehicleShift', 'set_vehicle_shift',
+             self._set_vehicle_shift),
+            ('acres/get_vehicle_shifts', acres, 'GetVehicleShifts', 'get_vehicle_shifts',
+             self._get_vehicle_shifts),
+            ('acres/record', acres, 'Record', 'record', self._record),
+            ('acres/farm_state', acres, 'FarmState', 'farm_state', self._farm_state),
+            ('acres/field_query', acres, 'FieldQuery', 'field_query', self._field_query),
+            ('acres/screenshot', acres, 'Screenshot', 'screenshot', self._screenshot),
+        ]
+
+    def _create_service(self, name: str, package: str, type_name: str, op: str,
+                        handler: Callable[..., Awaitable[None]]) -> Any:
+        srv_type = _interface(package, 'srv', type_name)
+        if srv_type is None:
+            self.get_logger().info(f'{package} has no srv/{type_name}: {name} not served')
+            return None
+
+        async def callback(request: Any, response: Any) -> Any:
+            try:
+                await handler(request, response)
+            except ReplyError as exc:
+                response.result = failed_result(f'malformed {op} reply: {exc}')
+            return response
+
+        self.served.append(name)
+        return self.create_service(srv_type, name, callback, callback_group=self._group)
+
+    def _create_action_server(self) -> ActionServer | None:
+        action_type = _interface('simulation_interfaces', 'action', 'SimulateSteps')
+        if action_type is None:
+            self.get_logger().info(
+                'simulation_interfaces has no action/SimulateSteps: simulate_steps not served')
+            return None
+        self.served.append('simulate_steps')
+        self._simulate_steps_type = action_type
+        return ActionServer(
+            self, action_type, 'simulate_steps', execute_callback=self._simulate_steps,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda goal_handle: CancelResponse.REJECT,
+            callback_group=self._group)
+
+    # --- the control channel -----------------------------------------------------------------
+
+    def _on_connection(self, connected: bool, reason: str) -> None:
+        if not connected:
+            if reason == 'stopped':
+                self.get_logger().info('control channel: stopped')
+            else:
+                self.get_logger().warning(f'control channel: {reason}')
+            return
+        self.get_logger().info(f'control channel: {reason}')
+        self.control.request_async('hello').add_done_callback(self._hello_arrived)
+
+    def _hello_arrived(self, future: concurrent.futures.Future) -> None:
+        try:
+            reply = future.result()
+        except ControlError as exc:
+            self.get_logger().warning(f'no hello after connecting: {exc}')
+            return
+        self._remember_hello(reply)
+
+    def _remember_hello(self, reply: Reply) -> None:
+        if reply.get('result') != RESULT_OK:
+            return
+        with self._hello_lock:
+            self._hello = reply
+        if self._on_hello is not None:
+            self._on_hello(reply)
+
+    def _on_event(self, event: Reply) -> None:
+        if event.get('event') != 'episode':
+            return
+        try:
+            message = episode_from_event(event)
+        except ReplyError as exc:
+            self.get_logger().warning(f'skipped a malformed episode event: {exc}',
+                                      throttle_duration_sec=5.0)
+            return
+        self._episode_publisher.publish(message)
+
+    async def _reply(self, op: str, *, timeout_s: float | None = None,
+                     on_progress: Callable[[Reply], None] | None = None,
+                     **fields: Any) -> Reply:
+        """Send one request and await its reply; ControlError when none came."""
+        future = self.control.request_async(op, timeout_s=timeout_s, on_progress=on_progress,
+                                            **fields)
+        return await FutureWaiter(future, self.executor)
+
+    async def _call(self, response: Any, op: str, *, timeout_s: float | None = None,
+                    on_progress: Callable[[Reply], None] | None = None,
+                    **fields: Any) -> Reply | None:
+        """
+        Send one request; put its result code and error text into ``response.result``.
+
+        :return: the reply, None when none came (result RESULT_OPERATION_FAILED saying why:
+            not connected, closed, or no reply in time, with any lines that were not JSON).
+        :raises ReplyError: when the reply has no valid result code.
+        """
+        bad_lines = self.control.stats['bad_lines']
+        try:
+            reply = await self._reply(op, timeout_s=timeout_s, on_progress=on_progress,
+                                      **fields)
+        except ControlError as exc:
+            text = str(exc)
+            if isinstance(exc, ControlTimeout):
+                skipped = self.control.stats['bad_lines'] - bad_lines
+                if skipped:
+                    text += (f' ({skipped} line{"s" if skipped > 1 else ""} that '
+                             f'{"were" if skipped > 1 else "was"} not JSON came meanwhile)')
+            response.result = failed_result(text)
+            return None
+        response.result = result_from_reply(reply)
+        return reply
+
+    async def _after_step(self, reply: Reply, result: Result) -> None:
+        """Await the barrier hook with the step's barrier; a failure fails the result."""
+        if self.barrier_hook is None:
+            return
+        barrier = reply.get('barrier', reply.get('step'))
+        if not isinstance(barrier, int) or isinstance(barrier, bool) or barrier < 0:
+            raise ReplyError(f'barrier must be a step number, got {barrier!r}')
+        try:
+            await self.barrier_hook(barrier)
+        except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
+            result.result = RESULT_OPERATION_FAILED
+            result.error_message = (f'stepped to step {barrier}, but the sensor barrier '
+                                    f'failed: {exc}')
+
+    # --- simulation_interfaces services ------------------------------------------------------
+
+    async def _get_simulator_features(self, request: Any, response: Any) -> None:
+        try:
+            reply = await self._reply('hello')
+            features = features_from_reply(reply)
+        except (ControlError, ReplyError) as exc:
+            # The response has no result field: custom_info carries a failed reply instead.
+            response.features.custom_info = json.dumps(
+                {'ok': False, 'result': RESULT_OPERATION_FAILED, 'error': str(exc)})
+            return
+        self._remember_hello(reply)
+        served = set(self.served)
+        response.features.features = [
+            feature for feature in features
+            if _FEATURE_INTERFACES.get(feature, 'get_simulator_features') in served]
+        response.features.custom_info = json.dumps(reply)
+
+    async def _get_simulation_state(self, request: Any, response: Any) -> None:
+        reply = await self._call(response, 'get_state')
+        if reply is not None:
+            fill_message(response.state, reply)
+
+    async def _set_simulation_state(self, request: Any, response: Any) -> None:
+        await self._call(response, 'set_state', state=request.state.state)
+
+    async def _step_simulation(self, request: Any, response: Any) -> None:
+        steps = request.steps
+        reply = await self._call(response, 'step', timeout_s=self.step_timeout_s(steps),
+                                 steps=steps)
+        if reply is not None and response.result.result == RESULT_OK:
+            await self._after_step(reply, response.result)
+
+    async def _simulate_steps(self, goal_handle: Any) -> Any:
+        action_type = self._simulate_steps_type
+        steps = goal_handle.request.steps
+
+        def on_progress(event: Reply) -> None:
+            # On the control reader thread, in the order of the socket: all feedback goes out
+            # before the reply completes the goal.
+            goal_handle.publish_feedback(fill_message(action_type.Feedback(), {
+                'completed_steps': event.get('completed'),
+                'remaining_steps': event.get('remaining')}, key='progress.'))
+
+        result = action_type.Result()
+        try:
+            reply = await self._call(result, 'step', timeout_s=self.step_timeout_s(steps),
+                                     on_progress=on_progress, steps=steps, progress=True)
+            if reply is not None and result.result.result == RESULT_OK:
+                await self._after_step(reply, result.result)
+        except ReplyError as exc:
+            result.result = failed_result(f'malformed step reply: {exc}')
+        if result.result.result == RESULT_OK:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    async def _reset_simulation(self, request: Any, response: Any) -> None:
+        await self._call(response, 'reset', scope=request.scope)
+
+    async def _get_entities(self, request: Any, response: Any) -> None:
+        filters = request.filters
+        unsupported = entity_filters_unsupported(filters)
+        if unsupported is not None:
+            response.result = failed_result(unsupported, RESULT_FEATURE_UNSUPPORTED)
+            return
+        try:
+            filter_names([], filters.filter)
+        except re.error as exc:
+            response.result = failed_result(
+                f'filters.filter {filters.filter!r} is not a regular expression: {exc}')
+            return
+        reply = await self._call(response, 'get_entities')
+        if reply is not None and response.result.result == RESULT_OK:
+            response.entities = filter_names(entity_names_from_reply(reply), filters.filter)
+
+    async def _get_entity_state(self, request: Any, response: Any) -> None:
+        reply = await self._call(response, 'get_entity_state', entity=request.entity)
+        if reply is not None and response.result.result == RESULT_OK:
+            response.state = entity_state_from_reply(reply)
+
+    async def _set_entity_state(self, request: Any, response: Any) -> None:
+        # 1.x has no flags: both parts apply. 2.x: a part not set is kept, which the op
+        # cannot do by itself (it always applies a pose and a twist), so it is read first.
+        set_pose = getattr(request, 'set_pose', True)
+        set_twist = getattr(request, 'set_twist', True)
+        current = None
+        if not (set_pose and set_twist):
+            current = await self._call(response, 'get_entity_state', entity=request.entity)
+            if current is None or response.result.result != RESULT_OK:
+                return
+            if not (set_pose or set_twist):
+                return       # nothing to change; the entity exists
+        fields = set_entity_state_fields(request.entity, request.state, set_pose=set_pose,
+                                         set_twist=set_twist, current=current)
+        await self._call(response, 'set_entity_state', **fields)
+
+    async def _spawn_entity(self, request: Any, response: Any) -> None:
+        uri, resource_string = spawn_resource(request, self.shape)
+        if not uri and resource_string:
+            response.result = failed_result(
+                'the simulator spawns only the uris of get_spawnables, not a resource_string '
+                '(feature SPAWNING_RESOURCE_STRING)', RESULT_FEATURE_UNSUPPORTED)
+            return
+        reply = await self._call(response, 'spawn_entity',
+                                 **spawn_entity_fields(request, self.shape))
+        if reply is not None and 'entity' in reply:
+            fill_message(response, {'entity_name': reply['entity']}, key='entity')
+
+    async def _delete_entity(self, request: Any, response: Any) -> None:
+        await self._call(response, 'delete_entity', entity=request.entity)
+
+    async def _get_spawnables(self, request: Any, response: Any) -> None:
+        reply = await self._call(response, 'get_spawnables')
+        if reply is None or response.result.result != RESULT_OK:
+            return
+        response.spawnables = spawnables_from_reply(reply, self.shape)
+        sources = [source for source in request.sources if source]
+        if sources:
+            add_warning(response.result, 'the simulator has no other sources; not searched: '
+                        + ', '.join(sources))
+
+    async def _get_named_poses(self, request: Any, response: Any) -> None:
+        try:
+            tags_match([], request.tags)
+        except ValueError as exc:
+            response.result = failed_result(str(exc))
+            return
+        reply = await self._call(response, 'get_named_poses')
+        if reply is not None and response.result.result == RESULT_OK:
+            response.poses = [pose for pose in named_poses_from_reply(reply)
+                              if tags_match(pose.tags, request.tags)]
+
+    # --- acres_interfaces services -----------------------------------------------------------
+
+    async def _hello_service(self, request: Any, response: Any) -> None:
+        reply = await self._call(response, 'hello')
+        if reply is not None:
+            hello_response(reply, response)
+            self._remember_hello(reply)
+
+    async def _set_conditions(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'set_conditions', set_conditions_fields(request))
+
+    async def _set_vehicle_shift(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'set_vehicle_shift',
+                           {'shift': vehicle_shift_fields(request.shift)})
+
+    async def _get_vehicle_shifts(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'get_vehicle_shifts', {}, vehicle_shifts_response)
+
+    async def _record(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'record', record_fields(request))
+
+    async def _farm_state(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'farm_state', farm_state_fields(request),
+                           farm_state_response)
+
+    async def _field_query(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'field_query', field_query_fields(request))
+
+    async def _screenshot(self, request: Any, response: Any) -> None:
+        await self._mirror(response, 'screenshot', {'path': request.path})
+
+    async def _mirror(self, response: Any, op: str, fields: dict[str, Any],
+                      fill: Callable[[Reply, Any], Any] | None = None) -> None:
+        """Send an op and copy the reply's keys into the response fields of the same name."""
+        reply = await self._call(response, op, **fields)
+        if reply is None:
+            return
+        if fill is None:
+            fill_message(response, reply, skip=('result',))
+        else:
+            fill(reply, response)
+
+
+def _interface(package: str, kind: str, name: str) -> Any:
+    """Return an installed interface type, None when the package or the type is missing."""
+    try:
+        module = importlib.import_module(f'{package}.{kind}')
+    except ImportError:
+        return None
+    return getattr(module, name, None)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run sim_control until Ctrl-C or shutdown; 2 for a bad parameter."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        try:
+            node = SimControlNode()
+        except ParameterError as exc:
+            print(f'sim_control: {exc}', file=sys.stderr)
+            return 2
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
