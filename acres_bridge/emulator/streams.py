@@ -17,7 +17,8 @@ The sensor stream server of one agent, as the game serves it (seed 000).
 
 One TCP listener on 127.0.0.1 and one thread, ``sensor-tx:<agent>``, that accepts one client at a
 time (a second client waits in the listen queue), sends the Hello frame first on each connection
-and then the frames of a queue with ``sendall``. The stepping thread calls :meth:`queue`; frames
+and then the frames of a queue, each as its 32-byte header and its payload in one ``sendmsg`` (no
+copy of the payload). The stepping thread calls :meth:`queue`; frames
 are numbered when they are queued, so a frame that is not queued (no client) or dropped gets no
 sequence number, and the counter continues across connections.
 
@@ -47,7 +48,7 @@ import time
 from typing import Any
 
 from acres_bridge.protocol.frames import encode_barrier_payload
-from acres_bridge.protocol.frames import encode_frame
+from acres_bridge.protocol.frames import encode_header
 from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.transport import require_loopback
@@ -103,7 +104,7 @@ class SensorStreamServer:
         self._drop_all_bytes = drop_all_bytes
         self._stats_interval_s = stats_interval_s
         self._lock = threading.Condition()
-        self._queue: deque[tuple[int, bytes]] = deque()
+        self._queue: deque[tuple[bytes, bytes]] = deque()
         self._queued_bytes = 0
         # Core numbers its Hello 0 outside the counter, so its data frames start at 1 too.
         self._sequence = 0 if mode == 'game' else 1
@@ -206,9 +207,9 @@ class SensorStreamServer:
         if sequence is None:
             sequence = self._sequence
             self._sequence = (self._sequence + 1) & 0xFFFFFFFF
-        frame = encode_frame(frame_type, payload, sequence=sequence, stamp_s=stamp_s,
-                             publish_s=time.monotonic())
-        self._queue.append((frame_type, frame))
+        header = encode_header(frame_type, sequence=sequence, payload_size=len(payload),
+                               stamp_s=stamp_s, publish_s=time.monotonic())
+        self._queue.append((header, payload))
         self._queued_bytes = total
         counters.frames += 1
         counters.bytes += size
@@ -268,9 +269,9 @@ class SensorStreamServer:
                 if _peer_closed(conn):
                     return 'peer closed'
             else:
-                frame_type, frame = item
+                header, payload = item
                 try:
-                    conn.sendall(frame)
+                    _send_frame(conn, header, payload)
                 except (BrokenPipeError, ConnectionResetError):
                     return 'peer closed' if hello_sent else 'hello failed'
                 except OSError:
@@ -278,7 +279,7 @@ class SensorStreamServer:
                         return 'stopped'
                     return 'send failed' if hello_sent else 'hello failed'
                 with self._lock:
-                    self._queued_bytes -= len(frame)
+                    self._queued_bytes -= len(header) + len(payload)
                     if not self._queue:
                         self._lock.notify_all()
                 if not hello_sent:
@@ -333,6 +334,16 @@ def serve_clients(listener: socket.socket, stop: threading.Event,
                 return
             raise
         serve(conn)
+
+
+def _send_frame(conn: socket.socket, header: bytes, payload: bytes) -> None:
+    """Send a header and a payload with one system call when the socket takes both."""
+    sent = conn.sendmsg((header, payload))
+    if sent < len(header):
+        conn.sendall(header[sent:])
+        sent = len(header)
+    if sent < len(header) + len(payload):
+        conn.sendall(memoryview(payload)[sent - len(header):])
 
 
 def _peer_closed(conn: socket.socket) -> bool:

@@ -453,11 +453,19 @@ class World:
             return encode_lidar_payload(cloud)
         # Between fresh scans: the last cloud moved into the sensor's new pose (a static world).
         cloud, last_rotation, last_origin = agent.last_scan
-        turn = (rotation.T @ last_rotation).astype(np.float32)
-        shift = (rotation.T @ (last_origin - origin)).astype(np.float32)
-        moved = cloud.copy()
-        moved[..., :3] = cloud[..., :3] @ turn.T + shift
-        return encode_lidar_payload(moved)
+        turn = (rotation.T @ last_rotation).tolist()
+        shift = (rotation.T @ (last_origin - origin)).tolist()
+        points = cloud.reshape(-1, 4)
+        moved = np.empty_like(points)
+        work = np.empty(len(points), np.float32)
+        for axis in range(3):
+            np.multiply(points[:, 0], turn[axis][0], out=work)
+            work += shift[axis]
+            work += turn[axis][1] * points[:, 1]
+            work += turn[axis][2] * points[:, 2]
+            moved[:, axis] = work
+        moved[:, 3] = points[:, 3]
+        return encode_lidar_payload(moved.reshape(cloud.shape))
 
     def _seen_by(self, agent: Agent) -> list[scene.Prop]:
         """Return what the sensors of an agent see: the props and the other agents."""
@@ -699,10 +707,8 @@ class World:
         """Crush the crop under the wheel tracks; leave ruts where the soil is wet."""
         half = _TRACK_M[agent.vehicle] / 2.0
         dx, dy = -math.sin(agent.yaw) * half, math.cos(agent.yaw) * half
-        xs = np.array([agent.x + dx, agent.x - dx])
-        ys = np.array([agent.y + dy, agent.y - dy])
-        _, numbers = self.terrain.classify(xs, ys)
-        for x, y, number in zip(xs.tolist(), ys.tolist(), numbers.tolist()):
+        for x, y in ((agent.x + dx, agent.y + dy), (agent.x - dx, agent.y - dy)):
+            number = self.terrain.field_at(x, y)
             if not number or self.terrain.field(number).crop == 'empty':
                 continue
             cell = (math.floor(x), math.floor(y))
