@@ -1,0 +1,141 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""INS frames to NavSatFix, Imu and Odometry at the contract's value indices."""
+
+import math
+
+import numpy as np
+import pytest
+from sensor_frames import distinct_ins_values
+from sensor_frames import ins_frame
+from sensor_frames import not_georeferenced
+from sensor_msgs.msg import NavSatFix
+from sensor_msgs.msg import NavSatStatus
+from std_msgs.msg import Header
+
+from acres_bridge.conversions.clock import make_header
+from acres_bridge.conversions.ins import fix_status
+from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry
+from acres_bridge.conversions.ins import ins_frame_to_imu
+from acres_bridge.conversions.ins import ins_frame_to_navsatfix
+from acres_bridge.conversions.ins import ins_frame_to_odometry
+from acres_bridge.emulator import scene
+from acres_bridge.protocol.frames import InsField
+
+
+def _v(index: int) -> float:
+    return 1000.0 + index
+
+
+def _xyz(message) -> tuple[float, float, float]:
+    return (message.x, message.y, message.z)
+
+
+def _xyzw(message) -> tuple[float, float, float, float]:
+    return (message.x, message.y, message.z, message.w)
+
+
+def test_the_fix_takes_values_16_to_21_and_29():
+    frame = ins_frame(distinct_ins_values())
+    header = make_header(frame.header.stamp_s, 'polaris/base_footprint')
+    fix = ins_frame_to_navsatfix(frame, header)
+    assert fix.header is header
+    assert (fix.latitude, fix.longitude, fix.altitude) == (_v(16), _v(17), _v(18))
+    assert list(fix.position_covariance) == [_v(19), 0, 0, 0, _v(20), 0, 0, 0, _v(21)]
+    assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+    assert fix.status.status == NavSatStatus.STATUS_GBAS_FIX
+    assert fix.status.service == NavSatStatus.SERVICE_GPS
+
+
+def test_without_a_geographic_reference_the_fix_claims_nothing():
+    fix = ins_frame_to_navsatfix(ins_frame(not_georeferenced(distinct_ins_values())), Header())
+    assert fix.status.status == NavSatStatus.STATUS_NO_FIX
+    assert fix.status.service == NavSatStatus.SERVICE_GPS
+    assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_UNKNOWN
+    # No NaN is presented as a variance; the position says "not available".
+    assert list(fix.position_covariance) == [0.0] * 9
+    assert all(math.isnan(value) for value in (fix.latitude, fix.longitude, fix.altitude))
+
+
+def test_a_fix_status_that_does_not_match_its_values_is_not_trusted():
+    values = not_georeferenced(distinct_ins_values())
+    values[InsField.FIX_STATUS] = 2.0
+    fix = ins_frame_to_navsatfix(ins_frame(values), Header())
+    assert fix.status.status == NavSatStatus.STATUS_NO_FIX
+    assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_UNKNOWN
+    values = distinct_ins_values()
+    values[InsField.COV_N] = math.nan
+    fix = ins_frame_to_navsatfix(ins_frame(values), Header())
+    assert fix.status.status == NavSatStatus.STATUS_GBAS_FIX
+    assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_UNKNOWN
+    assert list(fix.position_covariance) == [0.0] * 9
+
+
+@pytest.mark.parametrize(('value', 'status'), [
+    (2.0, 2), (1.0, 1), (0.0, 0), (-1.0, -1), (math.nan, -1), (1.5, -1), (7.0, -1),
+    (-2.0, -1), (math.inf, -1)])
+def test_fix_status_accepts_only_the_navsatstatus_codes(value, status):
+    assert fix_status(value) == status
+
+
+def test_the_imu_takes_orientation_22_to_25_rates_10_to_12_and_forces_13_to_15():
+    frame = ins_frame(distinct_ins_values())
+    header = make_header(frame.header.stamp_s, 'polaris/base_footprint')
+    imu = ins_frame_to_imu(frame, header)
+    assert imu.header is header
+    assert _xyzw(imu.orientation) == (_v(22), _v(23), _v(24), _v(25))
+    assert _xyz(imu.angular_velocity) == (_v(10), _v(11), _v(12))
+    assert _xyz(imu.linear_acceleration) == (_v(13), _v(14), _v(15))
+    for covariance in (imu.orientation_covariance, imu.angular_velocity_covariance,
+                       imu.linear_acceleration_covariance):
+        assert not np.any(covariance)
+
+
+def test_the_ins_odometry_takes_position_26_to_28_and_twist_7_to_12():
+    frame = ins_frame(distinct_ins_values())
+    header = make_header(frame.header.stamp_s, 'world')
+    odometry = ins_frame_to_odometry(frame, header, child_frame_id='polaris/base_footprint')
+    assert odometry.header is header
+    assert odometry.child_frame_id == 'polaris/base_footprint'
+    assert _xyz(odometry.pose.pose.position) == (_v(26), _v(27), _v(28))
+    assert _xyzw(odometry.pose.pose.orientation) == (_v(22), _v(23), _v(24), _v(25))
+    assert _xyz(odometry.twist.twist.linear) == (_v(7), _v(8), _v(9))
+    assert _xyz(odometry.twist.twist.angular) == (_v(10), _v(11), _v(12))
+
+
+def test_the_ground_truth_odometry_takes_32_to_39():
+    frame = ins_frame(distinct_ins_values())
+    odometry = ins_frame_to_ground_truth_odometry(frame, make_header(2.5, 'world'),
+                                                  child_frame_id='base_footprint')
+    assert odometry.child_frame_id == 'base_footprint'
+    assert _xyz(odometry.pose.pose.position) == (_v(32), _v(33), _v(34))
+    assert _xyzw(odometry.pose.pose.orientation) == (_v(35), _v(36), _v(37), _v(38))
+    assert _xyz(odometry.twist.twist.linear) == (_v(39), 0.0, 0.0)
+    assert _xyz(odometry.twist.twist.angular) == (0.0, 0.0, 0.0)
+
+
+def test_the_emulators_epoch_without_a_geographic_reference_keeps_the_world_pose():
+    layout = scene.hello_layout('polaris', 'polaris', georeferenced=False)
+    pose = scene.Pose.from_xyz_yaw(10.0, -20.0, 1.0, 0.3)
+    values = scene.ins_values(layout, pose, rng=np.random.default_rng(5))
+    frame = ins_frame(list(values))
+    fix = ins_frame_to_navsatfix(frame, Header())
+    assert fix.status.status == NavSatStatus.STATUS_NO_FIX
+    odometry = ins_frame_to_odometry(frame, Header(), child_frame_id='base_footprint')
+    position = _xyz(odometry.pose.pose.position)
+    assert all(math.isfinite(value) for value in position)
+    assert position == pytest.approx((10.0, -20.0, 1.0), abs=0.1)
+    truth = ins_frame_to_ground_truth_odometry(frame, Header(), child_frame_id='base_footprint')
+    assert _xyz(truth.pose.pose.position) == (10.0, -20.0, 1.0)

@@ -1,0 +1,181 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The parameters of every node: declared with descriptors, validated, frozen."""
+
+import dataclasses
+
+import pytest
+from rcl_interfaces.msg import ParameterType
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from acres_bridge.nodes.parameters import BRIDGE_PARAMETERS
+from acres_bridge.nodes.parameters import bridge_parameters_from_values
+from acres_bridge.nodes.parameters import BridgeParameters
+from acres_bridge.nodes.parameters import declare_bridge_parameters
+from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
+from acres_bridge.nodes.parameters import declare_sim_control_parameters
+from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import SENSOR_BRIDGE_PARAMETERS
+from acres_bridge.nodes.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.nodes.parameters import SensorBridgeParameters
+from acres_bridge.nodes.parameters import SIM_CONTROL_PARAMETERS
+from acres_bridge.nodes.parameters import sim_control_parameters_from_values
+from acres_bridge.nodes.parameters import SimControlParameters
+
+
+def test_the_defaults_are_the_contracts():
+    assert sensor_bridge_parameters_from_values({}) == SensorBridgeParameters(
+        host='127.0.0.1', address='127.0.0.1', port=5601, frame_prefix='', publish_clock=True,
+        publish_tf='none', world_frame='world', point_fields='xyzi', reconnect_s=1.0)
+    assert sim_control_parameters_from_values({}) == SimControlParameters(
+        host='127.0.0.1', address='127.0.0.1', port=5600, timeout_s=10.0, reconnect_s=1.0)
+    assert bridge_parameters_from_values({}) == BridgeParameters(
+        host='127.0.0.1', address='127.0.0.1', port=5600, sensor_ports=(), timeout_s=10.0,
+        reconnect_s=1.0, frame_prefix='', publish_clock=True, publish_tf='none',
+        world_frame='world', point_fields='xyzi')
+    assert [spec.name for spec in SENSOR_BRIDGE_PARAMETERS] == [
+        'host', 'port', 'frame_prefix', 'publish_clock', 'publish_tf', 'world_frame',
+        'point_fields', 'reconnect_s']
+    assert [spec.name for spec in SIM_CONTROL_PARAMETERS] == [
+        'host', 'port', 'timeout_s', 'reconnect_s']
+    assert {spec.name for spec in BRIDGE_PARAMETERS} == {
+        'host', 'port', 'sensor_ports', 'timeout_s', 'reconnect_s', 'frame_prefix',
+        'publish_clock', 'publish_tf', 'world_frame', 'point_fields'}
+
+
+def test_settings_are_frozen():
+    settings = sensor_bridge_parameters_from_values({})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.port = 1
+
+
+@pytest.mark.parametrize(('values', 'message'), [
+    ({'host': '10.0.0.1'}, "parameter host: host '10.0.0.1' resolves to 10.0.0.1, which is not "
+                           'a loopback address'),
+    ({'host': '0.0.0.0'}, 'parameter host: .*any address'),
+    ({'host': ''}, 'parameter host: .*empty'),
+    ({'port': 0}, 'parameter port: 0 is not a TCP port from 1 to 65535'),
+    ({'port': 65536}, 'parameter port: 65536 is not a TCP port from 1 to 65535'),
+    ({'port': '5601'}, "parameter port: '5601' is not an integer"),
+    ({'port': True}, 'parameter port: True is not an integer'),
+    ({'publish_tf': 'odom'}, "parameter publish_tf: 'odom' is not one of none, ins, truth"),
+    ({'publish_tf': 'INS'}, "parameter publish_tf: 'INS' is not one of none, ins, truth"),
+    ({'point_fields': 'xyz'}, "parameter point_fields: 'xyz' is not one of xyzi, xyzirt"),
+    ({'publish_clock': 'yes'}, "parameter publish_clock: 'yes' is not true or false"),
+    ({'reconnect_s': 0.0}, 'parameter reconnect_s: 0.0 is not from 0.01 to 3600.0'),
+    ({'reconnect_s': float('nan')}, 'parameter reconnect_s: nan is not from'),
+    ({'world_frame': ''}, 'parameter world_frame: a frame id is needed'),
+    ({'world_frame': '/world'}, 'parameter world_frame: .* starts with /'),
+    ({'frame_prefix': 'a b'}, 'parameter frame_prefix: .* white space'),
+    ({'frame_prefix': '/polaris'}, 'parameter frame_prefix: .* starts with /'),
+    ({'timeout_s': 1.0}, 'unknown parameters: timeout_s'),
+])
+def test_bad_sensor_bridge_values_are_refused_with_one_line(values, message):
+    with pytest.raises(ParameterError, match=message) as caught:
+        sensor_bridge_parameters_from_values(values)
+    assert '\n' not in str(caught.value)
+
+
+def test_values_are_normalised():
+    settings = sensor_bridge_parameters_from_values(
+        {'host': 'localhost', 'frame_prefix': 'polaris/', 'reconnect_s': 2})
+    assert (settings.host, settings.address) == ('localhost', '127.0.0.1')
+    assert settings.frame_prefix == 'polaris'
+    assert settings.reconnect_s == 2.0 and isinstance(settings.reconnect_s, float)
+    assert sensor_bridge_parameters_from_values({'host': '::1'}).address == '::1'
+
+
+def test_session_values_give_each_agent_its_bridge_settings():
+    session = bridge_parameters_from_values({'sensor_ports': [5601, 5602], 'port': 5700,
+                                             'publish_tf': 'truth', 'timeout_s': 30})
+    assert session.sensor_ports == (5601, 5602)
+    assert session.control() == SimControlParameters(port=5700, timeout_s=30.0)
+    agent = session.sensor(5602, frame_prefix='maxxum', publish_clock=False)
+    assert (agent.port, agent.frame_prefix, agent.publish_clock, agent.publish_tf) == (
+        5602, 'maxxum', False, 'truth')
+    assert session.sensor(5601).frame_prefix == ''
+    with pytest.raises(ParameterError, match='parameter port: 0'):
+        session.sensor(0)
+    with pytest.raises(ParameterError, match='parameter sensor_ports: 70000'):
+        bridge_parameters_from_values({'sensor_ports': [5601, 70000]})
+    with pytest.raises(ParameterError, match='parameter sensor_ports: .* list of integers'):
+        bridge_parameters_from_values({'sensor_ports': ['5601']})
+    assert sensor_bridge_parameters_from_values({}).replace(port=6000).port == 6000
+
+
+def _node(ros_context, name: str, **overrides) -> Node:
+    return Node(name, context=ros_context, parameter_overrides=[
+        Parameter(key, value=value) for key, value in overrides.items()])
+
+
+def test_the_sensor_bridge_declares_every_parameter_with_a_descriptor(ros_context):
+    node = _node(ros_context, 'sensor_bridge', port=5611, reconnect_s=2, frame_prefix='maxxum/')
+    try:
+        settings = declare_sensor_bridge_parameters(node)
+        assert (settings.port, settings.reconnect_s, settings.frame_prefix) == (
+            5611, 2.0, 'maxxum')
+        for spec in SENSOR_BRIDGE_PARAMETERS:
+            descriptor = node.describe_parameter(spec.name)
+            assert descriptor.description and descriptor.read_only
+            assert descriptor.type == spec.type.value
+            assert not descriptor.dynamic_typing
+        # The node shows the normalised values with their static types.
+        assert node.get_parameter('reconnect_s').type_ == Parameter.Type.DOUBLE
+        assert node.get_parameter('reconnect_s').value == 2.0
+        assert node.get_parameter('frame_prefix').value == 'maxxum'
+        port = node.describe_parameter('port').integer_range[0]
+        assert (port.from_value, port.to_value) == (1, 65535)
+        assert node.describe_parameter('reconnect_s').floating_point_range[0].from_value > 0
+        assert 'ins' in node.describe_parameter('publish_tf').additional_constraints
+        result = node.set_parameters([Parameter('port', value=5612)])[0]
+        assert not result.successful and 'read-only' in result.reason
+        assert node.get_parameter('port').value == 5611
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize(('overrides', 'message'), [
+    ({'host': '10.0.0.1'}, 'parameter host: .*not a loopback address'),
+    ({'port': 70000}, 'parameter port: 70000 is not a TCP port'),
+    ({'port': 'abc'}, "parameter port: 'abc' is not an integer"),
+    ({'publish_tf': 'everything'}, 'parameter publish_tf'),
+])
+def test_a_bad_override_raises_parameter_error(ros_context, overrides, message):
+    node = _node(ros_context, 'sensor_bridge', **overrides)
+    try:
+        with pytest.raises(ParameterError, match=message):
+            declare_sensor_bridge_parameters(node)
+    finally:
+        node.destroy_node()
+
+
+def test_sim_control_and_the_session_declare_theirs(ros_context):
+    control = _node(ros_context, 'sim_control', timeout_s=3)
+    session = _node(ros_context, 'acres_bridge', sensor_ports=[5601, 5602], publish_clock=False)
+    unset = _node(ros_context, 'acres_bridge_unset')
+    try:
+        assert declare_sim_control_parameters(control) == SimControlParameters(timeout_s=3.0)
+        settings = declare_bridge_parameters(session)
+        assert settings.sensor_ports == (5601, 5602) and settings.publish_clock is False
+        assert session.get_parameter('sensor_ports').value == [5601, 5602]
+        assert session.describe_parameter('sensor_ports').type == (
+            ParameterType.PARAMETER_INTEGER_ARRAY)
+        assert declare_bridge_parameters(unset).sensor_ports == ()
+        assert unset.get_parameter('sensor_ports').type_ == Parameter.Type.INTEGER_ARRAY
+        assert list(unset.get_parameter('sensor_ports').value) == []
+    finally:
+        for node in (control, session, unset):
+            node.destroy_node()
