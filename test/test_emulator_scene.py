@@ -380,13 +380,25 @@ def test_lidar_points_project_onto_the_objects_they_hit(terrain, polaris):
     assert inside_image.all() and ground.sum() > 1000
 
 
-def test_the_lens_model_inverts(polaris):
-    lens = scene._camera_table(polaris['camera']).lens
-    x = np.linspace(-0.9, 0.9, 31)[:, None] * np.ones(31)
+def test_the_lens_is_opencv_plumb_bob_and_inverts_over_the_whole_image(polaris):
+    camera = polaris['camera']
+    lens = scene._camera_table(camera).lens
+    x = np.linspace(-0.85, 0.85, 41)[:, None] * np.ones(41)      # within the knee
     y = x.T * 0.6
+    k1, k2, p1, p2, k3 = camera['d']
+    r2 = x * x + y * y
+    radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
+    opencv = (x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x),
+              y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y)
     xd, yd = lens.distort(x, y)
+    assert np.abs(xd - opencv[0]).max() < 1e-9 and np.abs(yd - opencv[1]).max() < 1e-9
+    # Every pixel, the corners beyond the fold of the polynomial too, has a ray.
+    u, v = np.meshgrid(np.arange(0, 896, 5), np.arange(0, 512, 5))
+    xd = (u - camera['cx']) / camera['fx']
+    yd = (v - camera['cy']) / camera['fy']
     xu, yu = lens.undistort(xd, yd)
-    assert np.abs(xu - x).max() < 1e-6 and np.abs(yu - y).max() < 1e-6
+    back = lens.distort(xu, yu)
+    assert np.abs(back[0] - xd).max() < 1e-7 and np.abs(back[1] - yd).max() < 1e-7
 
 
 def test_an_image_is_deterministic_for_a_seed(terrain, polaris):

@@ -862,9 +862,16 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
 # Camera model: plumb_bob with a monotone continuation of the radial polynomial
 
 class _Lens:
-    """The plumb_bob model of a Hello camera, in normalised image coordinates."""
+    """
+    The plumb_bob model of a Hello camera, in normalised image coordinates.
 
-    _SLOPE_FLOOR = 0.3
+    OpenCV's polynomial up to the knee, the radius where the radial polynomial's slope falls
+    to _SLOPE_FLOOR (just short of where it folds back); beyond it the radius grows linearly
+    with that slope and the tangential terms keep their value at the knee, so the model stays
+    invertible over the whole image.
+    """
+
+    _SLOPE_FLOOR = 0.05
 
     def __init__(self, d: Sequence[float]) -> None:
         k1, k2, p1, p2, k3 = (float(v) for v in (list(d) + [0.0] * 5)[:5])
@@ -892,31 +899,58 @@ class _Lens:
     def radial_inverse(self, rd: np.ndarray) -> np.ndarray:
         """Return the undistorted radius of distorted radii."""
         inside = np.interp(rd, self._f_table, self._r_table)
+        for _ in range(2):
+            # Newton steps on the polynomial refine the table's linear interpolation.
+            r2 = inside * inside
+            slope = 1.0 + r2 * (3.0 * self.k1 + r2 * (5.0 * self.k2 + r2 * 7.0 * self.k3))
+            inside = np.minimum(inside - (self._poly_radius(inside) - rd) / slope, self.r_knee)
         return np.where(rd <= self.f_knee, inside,
                         self.r_knee + (rd - self.f_knee) / self.knee_slope)
 
+    def _tangential(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the tangential terms, frozen beyond the knee at their value there."""
+        r = np.sqrt(x * x + y * y)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            scale = np.where(r > self.r_knee, self.r_knee / r, 1.0)
+        x, y = x * scale, y * scale
+        r2, xy = x * x + y * y, x * y
+        return (2.0 * self.p1 * xy + self.p2 * (r2 + 2.0 * x * x),
+                self.p1 * (r2 + 2.0 * y * y) + 2.0 * self.p2 * xy)
+
     def distort(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return distorted normalised coordinates of undistorted ones."""
-        r2 = x * x + y * y
-        r = np.sqrt(r2)
+        r = np.sqrt(x * x + y * y)
         with np.errstate(divide='ignore', invalid='ignore'):
             scale = np.where(r > 1e-9, self.radial(r) / r, 1.0)
-        xy = x * y
-        return (x * scale + 2.0 * self.p1 * xy + self.p2 * (r2 + 2.0 * x * x),
-                y * scale + self.p1 * (r2 + 2.0 * y * y) + 2.0 * self.p2 * xy)
+        tx, ty = self._tangential(x, y)
+        return x * scale + tx, y * scale + ty
 
     def undistort(self, xd: np.ndarray, yd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return undistorted normalised coordinates (fixed-point on the tangential terms)."""
+        """
+        Return undistorted normalised coordinates of distorted ones.
+
+        A fixed point on the tangential terms starts it, Newton's method on the whole model
+        (a numerical Jacobian) finishes it; it runs once per camera table.
+        """
         x, y = xd, yd
-        for _ in range(20):
-            r2 = x * x + y * y
-            xy = x * y
-            ux = xd - (2.0 * self.p1 * xy + self.p2 * (r2 + 2.0 * x * x))
-            uy = yd - (self.p1 * (r2 + 2.0 * y * y) + 2.0 * self.p2 * xy)
+        for _ in range(10):
+            tx, ty = self._tangential(x, y)
+            ux, uy = xd - tx, yd - ty
             rd = np.hypot(ux, uy)
             with np.errstate(divide='ignore', invalid='ignore'):
                 scale = np.where(rd > 1e-12, self.radial_inverse(rd) / rd, 1.0)
             x, y = ux * scale, uy * scale
+        step = 1e-7
+        for _ in range(8):
+            fx, fy = self.distort(x, y)
+            ax, ay = self.distort(x + step, y)
+            bx, by = self.distort(x, y + step)
+            jxx, jyx = (ax - fx) / step, (ay - fy) / step
+            jxy, jyy = (bx - fx) / step, (by - fy) / step
+            ex, ey = fx - xd, fy - yd
+            det = jxx * jyy - jxy * jyx
+            x = x - (jyy * ex - jxy * ey) / det
+            y = y - (jxx * ey - jyx * ex) / det
         return x, y
 
 
@@ -933,10 +967,19 @@ class _CameraTable:
     rays_x: np.ndarray              # (rows, cols) float32 undistorted x / z of each block
     rays_y: np.ndarray
     ray_norm: np.ndarray            # |(x, y, 1)|
-    footprint: np.ndarray           # |(x, y, 1)|^2 x the angle of a block
+    footprint: np.ndarray           # |(x, y, 1)|^2 x the angle that a block spans
     frustum: tuple[float, float]    # the largest |x / z| and |y / z| of the rays
     bands: tuple[slice, ...]        # row bands of at most _CHUNK_BEAMS blocks
     noise: np.ndarray               # (frames, height, width, 3) uint8, small offsets mod 256
+
+
+def _block_angle(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Return the angle (radians) between the rays of neighbouring blocks, the larger one."""
+    unit = np.stack([x, y, np.ones_like(x)], axis=-1)
+    unit /= np.linalg.norm(unit, axis=-1, keepdims=True)
+    across = np.linalg.norm(np.diff(unit, axis=1, append=unit[:, -2:-1]), axis=-1)
+    down = np.linalg.norm(np.diff(unit, axis=0, append=unit[-2:-1]), axis=-1)
+    return np.maximum(across, down)
 
 
 def _render_factor(width: int, height: int) -> int:
@@ -966,7 +1009,7 @@ def _camera_table_cached(width: int, height: int, fx: float, fy: float, cx: floa
     return _CameraTable(width, height, factor, fx, fy, cx, cy, lens,
                         x.astype(np.float32), y.astype(np.float32),
                         np.sqrt(x * x + y * y + 1.0).astype(np.float32),
-                        ((x * x + y * y + 1.0) * (factor / fx)).astype(np.float32),
+                        (_block_angle(x, y) * (x * x + y * y + 1.0)).astype(np.float32),
                         (float(np.abs(x).max()) * 1.05 + 0.01,
                          float(np.abs(y).max()) * 1.05 + 0.01),
                         tuple(slice(k, k + band) for k in range(0, rows, band)), frames)
@@ -1106,9 +1149,9 @@ def _render(table: _CameraTable, rotation: np.ndarray, origin_v: np.ndarray,
         surface += sky * (_SKY - surface)
         spacing = np.take(_ROW_SPACING, surface)
         # A pixel's footprint on the ground: its size across the ray, stretched by the
-        # grazing angle; rows finer than it fade to their mean colour instead of aliasing.
+        # grazing angle; rows finer than two of it fade to their mean colour (no aliasing).
         footprint = tg * table.footprint[band] / (np.abs(bz) + np.float32(1e-3))
-        contrast = np.fmin(np.fmax(1.0 - footprint / spacing, 0.0), 1.0)
+        contrast = np.fmin(np.fmax(1.0 - 2.0 * footprint / spacing, 0.0), 1.0)
         stripes = np.cos(hx * np.float32(2.0 * math.pi) / spacing) * contrast
         up = np.sqrt(np.fmin(np.fmax(2.0 * bz / norm, 0.0), 1.0))
         stripes += sky * (up - stripes)
