@@ -25,10 +25,13 @@ sensor bridge per agent), and rviz2 when asked.
 Parameters come from ``config/acres_session.yaml`` (or ``params_file``); an argument given on
 the command line overrides the file's value, an empty one leaves it. ``sensor_ports`` empty
 means: each agent's port from the simulator's ``hello`` reply. ``dds_profile`` sets
-``FASTRTPS_DEFAULT_PROFILES_FILE`` and ``FASTDDS_DEFAULT_PROFILES_FILE`` (and
-``RMW_FASTRTPS_USE_QOS_FROM_XML=1``) for the processes of this launch, rviz2 included.
+``FASTDDS_DEFAULT_PROFILES_FILE`` (and ``FASTRTPS_DEFAULT_PROFILES_FILE`` on the distributions
+with Fast DDS 2.x, which read only that name) and ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` for the
+processes of this launch, rviz2 included.
 Works with the launch and launch_ros of Humble to Kilted.
 """
+
+import os
 
 from launch import LaunchContext
 from launch import LaunchDescription
@@ -42,6 +45,7 @@ from launch_ros.substitutions import FindPackageShare
 import yaml
 
 PACKAGE = 'acres_bridge'
+FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
 _CONFIG = FindPackageShare(PACKAGE)
 
 # (argument, default, description); an empty default keeps the parameters file's value.
@@ -80,10 +84,12 @@ def _launch_setup(context: LaunchContext) -> list:
     profile = value('dds_profile')
     if profile:
         actions += [
-            SetEnvironmentVariable('FASTRTPS_DEFAULT_PROFILES_FILE', profile),
             SetEnvironmentVariable('FASTDDS_DEFAULT_PROFILES_FILE', profile),
             SetEnvironmentVariable('RMW_FASTRTPS_USE_QOS_FROM_XML', '1'),
         ]
+        if os.environ.get('ROS_DISTRO', '') in FAST_DDS_2_DISTROS:
+            # Fast DDS 2.x reads only the old name; 3.x (Kilted on) warns that it is deprecated.
+            actions.append(SetEnvironmentVariable('FASTRTPS_DEFAULT_PROFILES_FILE', profile))
     acres_bridge_parameters = {
         'host': value('host'),
         'port': value('port'),

@@ -153,15 +153,18 @@ class TopicStats:
         self.count = 0
         self.bytes = 0
         self.last_stamp_s: float | None = None
-        self._recent: deque[tuple[float, float | None]] = deque()
+        self.last_received_s: float | None = None
+        self._recent: deque[tuple[float, float | None, float | None]] = deque()
 
-    def record(self, received_s: float, stamp_s: float | None, size: int = 0) -> None:
-        """Count one message: wall-clock receive time, header stamp, payload bytes."""
+    def record(self, received_s: float, stamp_s: float | None, size: int = 0,
+               sent_s: float | None = None) -> None:
+        """Count one message: receive time, header stamp, payload bytes, publish time."""
         self.count += 1
         self.bytes += size
         if stamp_s is not None:
             self.last_stamp_s = stamp_s
-        self._recent.append((received_s, stamp_s))
+        self.last_received_s = received_s
+        self._recent.append((received_s, stamp_s, sent_s))
         self._trim(received_s)
 
     def _trim(self, now_s: float) -> None:
@@ -185,18 +188,24 @@ class TopicStats:
             sim_rate_hz = (len(stamps) - 1) / (stamps[-1] - stamps[0])
         ages = []
         if self.aged:
-            for received_s, stamp_s in self._recent:
+            for received_s, stamp_s, _ in self._recent:
                 clock_s = clock.at(received_s)
                 if stamp_s is not None and clock_s is not None:
                     ages.append(clock_s - stamp_s)
-        ages = np.array(ages)
+        transit = [received_s - sent_s for received_s, _, sent_s in self._recent if sent_s]
         return {
             'topic': self.name, 'type': self.type_name, 'msgs': self.count,
             'rate_hz': rate_hz, 'sim_rate_hz': sim_rate_hz,
-            'age_p50_ms': float(np.median(ages) * 1e3) if ages.size else None,
-            'age_max_ms': float(ages.max() * 1e3) if ages.size else None,
+            **_percentiles('age', ages), **_percentiles('dds', transit),
             'mbytes': self.bytes / 1e6, 'last_stamp_s': self.last_stamp_s,
         }
+
+
+def _percentiles(name: str, values_s: Sequence[float]) -> dict[str, float | None]:
+    """Return ``<name>_p50_ms`` and ``<name>_max_ms`` of durations in seconds."""
+    values = np.asarray(values_s, dtype=np.float64)
+    return {f'{name}_p50_ms': float(np.median(values) * 1e3) if values.size else None,
+            f'{name}_max_ms': float(values.max() * 1e3) if values.size else None}
 
 
 def format_table(rows: Sequence[dict[str, Any]], header: str) -> list[str]:
@@ -205,13 +214,14 @@ def format_table(rows: Sequence[dict[str, Any]], header: str) -> list[str]:
         return '-' if value is None else f'{value:.{digits}f}'
 
     width = max([len(row['topic']) for row in rows] + [5])
-    lines = [header, f'{"topic":<{width}}  {"msgs":>7}  {"Hz wall":>8}  {"Hz sim":>8}  '
-             f'{"age p50":>8}  {"age max":>8}  {"MB":>8}']
+    lines = [header, f'{"topic":<{width}}  {"msgs":>7}  {"Hz wall":>7}  {"Hz sim":>7}  '
+             f'{"age p50":>7}  {"age max":>7}  {"dds p50":>7}  {"dds max":>7}  {"MB":>7}']
     for row in rows:
         lines.append(
-            f'{row["topic"]:<{width}}  {row["msgs"]:>7}  {number(row["rate_hz"], 1):>8}  '
-            f'{number(row["sim_rate_hz"], 1):>8}  {number(row["age_p50_ms"], 1):>8}  '
-            f'{number(row["age_max_ms"], 1):>8}  {row["mbytes"]:>8.1f}')
+            f'{row["topic"]:<{width}}  {row["msgs"]:>7}  {number(row["rate_hz"], 1):>7}  '
+            f'{number(row["sim_rate_hz"], 1):>7}  {number(row["age_p50_ms"], 1):>7}  '
+            f'{number(row["age_max_ms"], 1):>7}  {number(row["dds_p50_ms"], 2):>7}  '
+            f'{number(row["dds_max_ms"], 2):>7}  {row["mbytes"]:>7.1f}')
     return lines
 
 
@@ -281,11 +291,16 @@ class DemoViewer(Node):
         self.static = StaticTransforms()
         self.clock = ClockHistory()
         self.started_s = time.time()
+        self.stopped_at_s: float | None = None     # rates as of then, once the data stopped
         self.stats: dict[str, TopicStats] = {}
         self.agents = {name.strip('/'): _Agent(name.strip('/')) for name in namespaces}
         self._announced: set[Path] = set()
         reliability = ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=reliability)
+        # Deep queues for the small, fast topics: a picture being drawn holds the executor for
+        # a moment, and a shallow queue would lose samples the bridge delivered.
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=reliability)
+        large_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5,
+                               reliability=reliability)
         static_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                                 reliability=ReliabilityPolicy.RELIABLE,
                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -295,12 +310,12 @@ class DemoViewer(Node):
             # Ages against the clock make sense for /tf only (the others carry no sensor stamp).
             stats = self._stats(topic, msg_type, aged=topic == '/tf')
             self._subscribe(msg_type, topic, handlers[topic], stats,
-                            static_qos if topic == '/tf_static' else qos)
+                            static_qos if topic == '/tf_static' else qos, large_qos)
         for agent in self.agents.values():
             for relative, msg_type in AGENT_TOPICS:
                 topic = f'/{agent.namespace}/{relative}' if agent.namespace else f'/{relative}'
                 self._subscribe(msg_type, topic, self._make_handler(agent, relative),
-                                self._stats(topic, msg_type), qos)
+                                self._stats(topic, msg_type), qos, large_qos)
         tty_period_s = 0.5
         self.create_timer(tty_period_s if self.display.tty else display_period_s, self.show)
         self.create_timer(picture_period_s, self.draw_pictures)
@@ -313,23 +328,24 @@ class DemoViewer(Node):
 
     def _subscribe(self, msg_type: type, topic: str,
                    handler: Callable[[Any], float | None], stats: TopicStats,
-                   qos: QoSProfile) -> None:
+                   qos: QoSProfile, large_qos: QoSProfile) -> None:
         """Subscribe with a callback that counts each message at its DDS receive time."""
-        def record(msg: Any, received_s: float) -> None:
+        def record(msg: Any, received_s: float, sent_s: float | None) -> None:
             stamp_s = handler(msg, received_s)
             size = len(msg.data) if msg_type in (PointCloud2, Image) else 0
-            stats.record(received_s, stamp_s, size)
+            stats.record(received_s, stamp_s, size, sent_s)
 
         if _WITH_MESSAGE_INFO:
             def on_message(msg: Any, info: dict[str, Any]) -> None:
-                # The middleware's receive time (system clock): the viewer's own queueing and
-                # drawing do not count in rates and ages.
+                # The middleware's send and receive times (system clock): the viewer's own
+                # queueing and drawing do not count in rates and ages.
                 received_ns = info.get('received_timestamp') or time.time_ns()
-                record(msg, received_ns * 1e-9)
+                record(msg, received_ns * 1e-9, (info.get('source_timestamp') or 0) * 1e-9)
         else:
             def on_message(msg: Any) -> None:    # Humble: no message info in rclpy
-                record(msg, time.time())
-        self.create_subscription(msg_type, topic, on_message, qos)
+                record(msg, time.time(), None)
+        self.create_subscription(msg_type, topic, on_message,
+                                 large_qos if msg_type in (PointCloud2, Image) else qos)
 
     # -- callbacks: cheap, on the executor; each returns the stamp to count ------------------
 
@@ -360,14 +376,19 @@ class DemoViewer(Node):
 
     # -- the table -------------------------------------------------------------------------
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Return the table rows: the session's topics, then each agent's."""
-        now_s = time.time()
+    def rows(self, now_s: float | None = None) -> list[dict[str, Any]]:
+        """Return the table rows (the session's topics, then each agent's) as of a time."""
+        now_s = (self.stopped_at_s or time.time()) if now_s is None else now_s
         return [stats.row(now_s, self.clock) for stats in self.stats.values()]
+
+    def last_received_s(self) -> float | None:
+        """Return when the latest message of any topic arrived."""
+        return max((stats.last_received_s for stats in self.stats.values()
+                    if stats.last_received_s is not None), default=None)
 
     def header(self) -> str:
         """Return the line above the table: times, real-time factor, frames."""
-        now_s = time.time()
+        now_s = self.stopped_at_s or time.time()
         parts = [f'wall {now_s - self.started_s:7.1f} s']
         if self.clock.latest_s is None:
             parts.append('sim -')
@@ -457,7 +478,7 @@ class DemoViewer(Node):
     def summary(self) -> dict[str, Any]:
         """Return what the viewer saw: the table rows and the pictures, JSON-ready."""
         return {
-            'wall_s': time.time() - self.started_s,
+            'wall_s': (self.stopped_at_s or time.time()) - self.started_s,
             'sim_time_s': self.clock.latest_s,
             'tf_static_frames': sorted(self.static.frames),
             'topics': {row['topic']: row for row in self.rows()},
@@ -476,6 +497,8 @@ class DemoViewer(Node):
 
     def finish(self) -> None:
         """Draw the last pictures, write the summary and print the final table once more."""
+        # The figures as of the last message: the silence after a stop is not a falling rate.
+        self.stopped_at_s = self.last_received_s()
         self.draw_pictures()
         self.write_summary()
         self.display.show(self.table())
