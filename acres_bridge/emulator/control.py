@@ -78,6 +78,8 @@ SCOPE_ALL = 255
 SCOPE_TIME_WARNING = ('the physics clock is not reset (SCOPE_TIME): '
                       'the episode clock restarts instead')
 
+SEND_TIMEOUT_S = 10.0
+
 _POLL_S = 0.1
 
 
@@ -105,7 +107,12 @@ def reply_line(fields: dict[str, Any], request_id: Any, result: int,
 
 
 class _Connection:
-    """One client socket and the lock of its writers."""
+    """
+    One client socket and the lock of its writers.
+
+    The socket has a short time-out for the reader; a send goes on through time-outs until
+    ``SEND_TIMEOUT_S``, after which the client, which does not read, is disconnected.
+    """
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -113,14 +120,22 @@ class _Connection:
         self.open = True
 
     def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(',', ':')) + '\n').encode('utf-8')
+        data = memoryview((json.dumps(message, separators=(',', ':')) + '\n').encode('utf-8'))
+        deadline = time.monotonic() + SEND_TIMEOUT_S
         with self.lock:
-            if not self.open:
-                return
-            try:
-                self.sock.sendall(data)
-            except OSError:
-                self.open = False
+            while self.open and data:
+                try:
+                    data = data[self.sock.send(data):]
+                except TimeoutError:
+                    if time.monotonic() > deadline:
+                        logger.warning('the control client does not read: disconnecting it')
+                        self.close()
+                except OSError:
+                    self.close()
+
+    def close(self) -> None:
+        self.open = False
+        _shutdown(self.sock)
 
 
 class ControlServer:
@@ -204,6 +219,8 @@ class ControlServer:
         """Stop the threads, close the sockets and the episode log."""
         self._stop.set()
         self._wake.set()
+        if self._listener is not None:
+            _shutdown(self._listener)   # wakes accept()
         connection = self._connection
         if connection is not None:
             _shutdown(connection.sock)
@@ -441,10 +458,10 @@ class ControlServer:
 
         def on_step(done: int) -> bool:
             if progress and done % PROGRESS_EVERY_STEPS == 0 and done < steps:
-                event = {'event': 'progress', 'completed': done, 'remaining': steps - done}
-                if request_id is not None:
-                    event = {'event': 'progress', 'id': request_id, 'completed': done,
-                             'remaining': steps - done}
+                event = {'event': 'progress', 'id': request_id, 'completed': done,
+                         'remaining': steps - done}
+                if request_id is None:
+                    del event['id']
                 connection.send(event)
             return not self._stop.is_set()
 

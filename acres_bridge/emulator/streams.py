@@ -138,6 +138,8 @@ class SensorStreamServer:
         if self._stop.is_set():
             return
         self._stop.set()
+        if self._listener is not None:
+            _shutdown(self._listener)   # wakes accept()
         with self._lock:
             client = self._client
             self._lock.notify_all()

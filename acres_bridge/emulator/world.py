@@ -436,7 +436,7 @@ class World:
         return count % self.render_every == 0
 
     def _camera_payload(self, agent: Agent, layout: dict[str, Any], pose: scene.Pose) -> bytes:
-        if agent.last_image is None or self._render_now(agent, _SENSOR_CAMERA):
+        if self._render_now(agent, _SENSOR_CAMERA) or agent.last_image is None:
             image = scene.camera_image(layout, pose, self._seen_by(agent), self.terrain,
                                        rng=self._rng(agent, _SENSOR_CAMERA))
             agent.last_image = encode_camera_payload(image)
@@ -446,7 +446,7 @@ class World:
         lidar = layout['lidar']
         rotation = pose.rotation @ geodesy.rpy_to_matrix(lidar['rpy_deg'])
         origin = pose.position + pose.rotation @ np.asarray(lidar['position_flu_m'], float)
-        if agent.last_scan is None or self._render_now(agent, _SENSOR_LIDAR):
+        if self._render_now(agent, _SENSOR_LIDAR) or agent.last_scan is None:
             cloud = scene.lidar_scan(layout, pose, self._seen_by(agent), self.terrain,
                                      rng=self._rng(agent, _SENSOR_LIDAR))
             agent.last_scan = (cloud, rotation, origin)

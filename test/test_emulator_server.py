@@ -1,0 +1,80 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The acres_sim_emulator command line: ports, loopback only, clean stops."""
+
+import os
+import signal
+import subprocess
+import sys
+
+from emulator_probe import JsonChannel
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _start(*args: str) -> subprocess.Popen:
+    environment = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.Popen([sys.executable, '-m', 'acres_bridge.emulator', *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=environment)
+
+
+def _ready(process: subprocess.Popen) -> tuple[int, list[int]]:
+    """Return the control port and the sensor ports of the READY line."""
+    line = process.stdout.readline().split()
+    assert line[0] == 'ACRES_SIM_EMULATOR_READY', line
+    fields = dict(item.split('=') for item in line[1:])
+    return int(fields['control']), [int(port) for port in fields['sensors'].split(',')]
+
+
+def test_the_cli_prints_its_ports_and_quits_on_set_state_3():
+    process = _start('--control-port', '0', '--sensor-ports', '0,0', '--vehicles',
+                     'polaris,maxxum', '--lockstep', '--seed', '7')
+    try:
+        control_port, sensor_ports = _ready(process)
+        channel = JsonChannel(control_port)
+        hello = channel.call('hello')
+        assert [agent['sensor_stream'] for agent in hello['agents']] == sensor_ports
+        assert (hello['seed'], hello['lockstep']) == (7, True)
+        assert channel.call('set_state', state=3)['state'] == 3
+        assert process.wait(30) == 0
+    finally:
+        process.kill()
+        process.communicate()
+    channel.close()
+
+
+def test_sigterm_stops_the_cli_cleanly():
+    process = _start('--control-port', '0', '--mode', 'core')
+    try:
+        control_port, _ = _ready(process)
+        assert JsonChannel(control_port).call('hello')['source'] == 'core'
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        _, stderr = process.communicate()
+    finally:
+        process.kill()
+    assert 'ACRES_SENSOR_STREAM_STOP agent=polaris' in stderr
+
+
+@pytest.mark.parametrize('args', [('--host', '10.1.2.3'), ('--host', '0.0.0.0'),
+                                  ('--mode', 'core', '--vehicles', 'maxxum')])
+def test_the_cli_refuses_bad_options_with_one_line(args):
+    process = _start('--control-port', '0', *args)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert len(stderr.strip().splitlines()) == 1
+    assert stderr.startswith('acres_sim_emulator: ')
