@@ -35,6 +35,8 @@ parameters): depth :data:`SMALL_DEPTH` for clock, INS, camera info, barrier and 
 from collections import deque
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Mapping
+import concurrent.futures
 import dataclasses
 import logging
 import math
@@ -284,9 +286,10 @@ class SensorBridge:
         self._barrier_steps: deque[int] = deque(maxlen=BARRIER_HISTORY)
         self._last_barrier: tuple[int, float] | None = None
         self._barrier_callbacks: list[Callable[[int, float], None]] = []
+        self._barrier_waiters: list[tuple[int, concurrent.futures.Future]] = []
 
         small, large = reliable_qos(SMALL_DEPTH), reliable_qos(LARGE_DEPTH)
-        self._publishers: list[Publisher] = []
+        self._publishers: dict[str, Publisher] = {}
         self._clock = self._create(Clock, '/clock', small) if parameters.publish_clock else None
         self._cloud = self._create(PointCloud2, self._topic('lidar/points'), large)
         self._image = self._create(Image, self._topic('camera/image_raw'), large)
@@ -313,7 +316,7 @@ class SensorBridge:
     def _create(self, message_type: type, topic: str, qos: QoSProfile) -> Publisher:
         publisher = self.node.create_publisher(message_type, topic, qos,
                                                qos_overriding_options=_overridable())
-        self._publishers.append(publisher)
+        self._publishers[topic] = publisher
         return publisher
 
     # --- life cycle ------------------------------------------------------------------------------
@@ -331,7 +334,7 @@ class SensorBridge:
         self.stop()
         self._shared.remove_diagnostics(self.diagnostic_statuses)
         self._shared.remove_static_transforms(self)
-        for publisher in self._publishers:
+        for publisher in self._publishers.values():
             self.node.destroy_publisher(publisher)
         self._publishers.clear()
         if self._owns_shared:
@@ -343,6 +346,11 @@ class SensorBridge:
     def client(self) -> SensorStreamClient:
         """The stream client (its ``stats``, ``hello``, ``connected``)."""
         return self._client
+
+    @property
+    def publishers(self) -> Mapping[str, Publisher]:
+        """This bridge's own publishers by topic as created (``polaris/lidar/points``)."""
+        return dict(self._publishers)
 
     @property
     def connected(self) -> bool:
@@ -406,6 +414,22 @@ class SensorBridge:
         """
         with self._barrier:
             return self._barrier.wait_for(lambda: step in self._barrier_steps, timeout_s)
+
+    def barrier_future(self, step: int) -> concurrent.futures.Future:
+        """
+        Return a future that completes (with ``step``) once the barrier of ``step`` is out.
+
+        No thread waits: the reader completes it after publishing the barrier. An rclpy
+        coroutine awaits it without blocking its executor (e.g. with sim_control's
+        ``FutureWaiter``); cancelling it is allowed.
+        """
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._barrier:
+            if step not in self._barrier_steps:
+                self._barrier_waiters.append((step, future))
+                return future
+        future.set_result(step)
+        return future
 
     def add_barrier_callback(self, callback: Callable[[int, float], None]) -> None:
         """
@@ -528,6 +552,12 @@ class SensorBridge:
             self._barrier_steps.append(frame.step)
             self._last_barrier = (frame.step, stamp_s)
             self._barrier.notify_all()
+            ready = [future for step, future in self._barrier_waiters if step == frame.step]
+            self._barrier_waiters = [(step, future) for step, future in self._barrier_waiters
+                                     if step != frame.step and not future.done()]
+        for future in ready:
+            if future.set_running_or_notify_cancel():
+                future.set_result(frame.step)
 
 
 def wait_for_barriers(bridges: Iterable[SensorBridge], step: int,
@@ -543,6 +573,56 @@ def wait_for_barriers(bridges: Iterable[SensorBridge], step: int,
         if not bridge.wait_for_barrier(step, remaining):
             return False
     return True
+
+
+def barriers_future(bridges: Iterable[SensorBridge], step: int, *,
+                    timeout_s: float | None = None) -> concurrent.futures.Future:
+    """
+    Return a future that completes (with ``step``) once every bridge published its barrier.
+
+    :param timeout_s: fail the future with ``TimeoutError`` naming the streams still missing
+        after this long (one ``threading.Timer``); None: no limit.
+    """
+    bridges = list(bridges)
+    combined: concurrent.futures.Future = concurrent.futures.Future()
+    combined.set_running_or_notify_cancel()
+    lock = threading.Lock()
+    missing = {id(bridge): bridge.name for bridge in bridges}
+    timer: threading.Timer | None = None
+
+    def settle(outcome: Callable[[], None]) -> None:
+        with lock:
+            if combined.done():
+                return
+            outcome()
+        if timer is not None:
+            timer.cancel()
+
+    def arrived(bridge: SensorBridge) -> None:
+        with lock:
+            missing.pop(id(bridge), None)
+            complete = not missing
+        if complete:
+            settle(lambda: combined.set_result(step))
+
+    def expired() -> None:
+        with lock:
+            names = ', '.join(sorted(missing.values()))
+        settle(lambda: combined.set_exception(TimeoutError(
+            f'no barrier of step {step} within {timeout_s:g} s on the sensor stream of '
+            f'{names}')))
+
+    if timeout_s is not None:
+        timer = threading.Timer(timeout_s, expired)
+        timer.daemon = True
+        timer.name = f'barrier-timeout:{step}'
+        timer.start()
+    if not bridges:
+        settle(lambda: combined.set_result(step))
+    for bridge in bridges:
+        bridge.barrier_future(step).add_done_callback(
+            lambda future, bridge=bridge: arrived(bridge))
+    return combined
 
 
 def _held_text(held: int) -> str:

@@ -1,0 +1,186 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Helpers for the sensor bridge's integration tests: a frame tap, a recording subscriber node.
+
+The node under test runs in the test's own rclpy Context (``ros_context``) on the ``spinning``
+executor; the tap sees every frame the bridge decoded (copied, since the reader reuses its
+buffers) and the recorder every message a client would see. Waits are on conditions with
+time-outs; nothing sleeps to synchronise.
+"""
+
+from collections import defaultdict
+import dataclasses
+import threading
+import time
+from typing import Any, Callable
+
+from acres_interfaces.msg import StepBarrier
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo
+from sensor_msgs.msg import Image
+from sensor_msgs.msg import Imu
+from sensor_msgs.msg import NavSatFix
+from sensor_msgs.msg import PointCloud2
+from tf2_msgs.msg import TFMessage
+
+from acres_bridge.protocol.frames import CameraFrame
+from acres_bridge.protocol.frames import Frame
+from acres_bridge.protocol.frames import LidarFrame
+
+TIMEOUT_S = 15.0
+
+# The topics of one agent, relative to its namespace.
+AGENT_TOPICS: dict[str, type] = {
+    'lidar/points': PointCloud2, 'camera/image_raw': Image, 'camera/camera_info': CameraInfo,
+    'ins/fix': NavSatFix, 'ins/imu': Imu, 'ins/odometry': Odometry,
+    'ground_truth/odometry': Odometry, 'step_barrier': StepBarrier,
+}
+GLOBAL_TOPICS: dict[str, type] = {
+    '/clock': Clock, '/tf': TFMessage, '/tf_static': TFMessage, '/diagnostics': DiagnosticArray,
+}
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = TIMEOUT_S,
+               what: str = 'a condition') -> Any:
+    """Poll a predicate every 10 ms until it holds; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        time.sleep(0.01)
+
+
+def copy_frame(frame: Frame) -> Frame:
+    """Return a frame whose memoryviews own their bytes (the reader reuses its buffer)."""
+    if isinstance(frame, LidarFrame):
+        return dataclasses.replace(frame, points=memoryview(bytes(frame.points)))
+    if isinstance(frame, CameraFrame):
+        return dataclasses.replace(frame, pixels=memoryview(bytes(frame.pixels)))
+    return frame
+
+
+class FrameTap:
+    """Record copies of the frames a bridge decoded (pass ``tap`` as ``on_frame``)."""
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+        self._condition = threading.Condition()
+
+    def tap(self, frame: Frame) -> None:
+        copied = copy_frame(frame)
+        with self._condition:
+            self.frames.append(copied)
+            self._condition.notify_all()
+
+    def of(self, kind: type) -> list[Any]:
+        """Return the recorded frames of one type, in order."""
+        with self._condition:
+            return [frame for frame in self.frames if isinstance(frame, kind)]
+
+    def wait(self, predicate: Callable[['FrameTap'], Any], timeout_s: float = TIMEOUT_S,
+             what: str = 'frames') -> None:
+        with self._condition:
+            if not self._condition.wait_for(lambda: predicate(self), timeout_s):
+                raise AssertionError(f'timed out waiting for {what}')
+
+
+def reliable(depth: int) -> QoSProfile:
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+LATCHED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                     reliability=ReliabilityPolicy.RELIABLE,
+                     durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class Recorder:
+    """
+    A node that subscribes to topics and keeps every message, for assertions.
+
+    :param topics: topic name -> message type; ``/tf_static`` is subscribed transient local.
+    """
+
+    def __init__(self, context: Any, topics: dict[str, type], *, name: str = 'recorder'
+                 ) -> None:
+        self.node = Node(name, context=context)
+        self.messages: dict[str, list[Any]] = defaultdict(list)
+        self._condition = threading.Condition()
+        for topic, message_type in topics.items():
+            qos = LATCHED if topic == '/tf_static' else reliable(2000)
+            self.node.create_subscription(message_type, topic, self._callback(topic), qos)
+
+    def _callback(self, topic: str) -> Callable[[Any], None]:
+        def record(message: Any) -> None:
+            with self._condition:
+                self.messages[topic].append(message)
+                self._condition.notify_all()
+        return record
+
+    def count(self, topic: str) -> int:
+        with self._condition:
+            return len(self.messages[topic])
+
+    def last(self, topic: str) -> Any:
+        with self._condition:
+            return self.messages[topic][-1]
+
+    def wait_counts(self, counts: dict[str, int], timeout_s: float = TIMEOUT_S) -> None:
+        """Wait until each topic has at least its count of messages."""
+        def ready() -> bool:
+            return all(len(self.messages[topic]) >= count for topic, count in counts.items())
+        with self._condition:
+            if not self._condition.wait_for(ready, timeout_s):
+                have = {topic: len(self.messages[topic]) for topic in counts}
+                raise AssertionError(f'timed out waiting for {counts}, have {have}')
+
+    def wait_for(self, topic: str, predicate: Callable[[Any], bool],
+                 timeout_s: float = TIMEOUT_S) -> Any:
+        """Wait for a message on ``topic`` that satisfies ``predicate``; return it."""
+        found: list[Any] = []
+
+        def match() -> bool:
+            for message in self.messages[topic]:
+                if predicate(message):
+                    found.append(message)
+                    return True
+            return False
+        with self._condition:
+            if not self._condition.wait_for(match, timeout_s):
+                raise AssertionError(f'timed out waiting for a matching message on {topic}')
+        return found[0]
+
+    def clear(self) -> None:
+        with self._condition:
+            self.messages.clear()
+
+
+def wait_matched(publishers: Any, timeout_s: float = TIMEOUT_S) -> None:
+    """Wait until every publisher has matched at least one subscription."""
+    publishers = list(publishers)
+    wait_until(lambda: all(p.get_subscription_count() > 0 for p in publishers), timeout_s,
+               'the recorder to match the publishers')
