@@ -131,3 +131,21 @@ def test_a_reset_counts_episodes_and_puts_agents_back_at_the_next_step():
     assert (agent.x, agent.y, agent.speed_mps) == (agent.spawn_x, agent.spawn_y, 0.0)
     assert world.reset(scope=4, restore_fields=True) == 59
     assert world.reset_epoch == 1
+
+
+def test_a_vehicle_shift_moves_the_lidar_mount_but_not_the_hello():
+    world, sink = _world(drive='hold')
+    world.advance(12)
+    hello = dict(world.agents[0].layout['lidar'])
+    normal = world.set_vehicle_shift('polaris', {'lidar_offset_m': [0.0, 0.0, 0.5],
+                                                 'ulc_speed_bias_mps': 0.5})
+    assert normal['throttle_bias_pct'] == 0.0 and normal['label'] == ''
+    world.advance(12)
+    assert world.agents[0].layout['lidar'] == hello
+    assert world.agents[0].sensor_layout['lidar']['position_flu_m'] == [2.5, 0.0, 2.539]
+    before, after = (np.frombuffer(payload, '<f4', offset=16).reshape(-1, 4)
+                     for _, payload, _ in sink.of(FrameType.LIDAR))
+    # The same ground, seen from 0.5 m higher: the returns lie lower in the sensor frame.
+    assert np.nanmedian(after[:, 2]) < np.nanmedian(before[:, 2]) - 0.3
+    with pytest.raises(ValueError):
+        world.set_vehicle_shift('polaris', {'lidar_offset_m': [0, 0]})
