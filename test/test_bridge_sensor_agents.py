@@ -1,0 +1,219 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Several agents in one process and one executor: bridges attached to one node, the lockstep hook.
+
+This is how the ``acres_bridge`` executable hosts a session: one node, a ``SensorBridge`` per
+agent under the agent's namespace with the agent's frame prefix, ``/clock`` from agent 0
+only, one ``/tf_static`` and one ``/diagnostics`` for all.
+"""
+
+import threading
+
+from emulator_probe import JsonChannel
+import pytest
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_bridge_graph import AGENT_TOPICS
+from sensor_bridge_graph import FrameTap
+from sensor_bridge_graph import GLOBAL_TOPICS
+from sensor_bridge_graph import Recorder
+from sensor_bridge_graph import wait_matched
+from sensor_bridge_graph import wait_until
+
+from acres_bridge.conversions.clock import stamp_to_time
+from acres_bridge.nodes.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.nodes.sensor_bridge import barriers_future
+from acres_bridge.nodes.sensor_bridge import SensorBridge
+from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+from acres_bridge.nodes.sensor_bridge import SharedPublishers
+from acres_bridge.nodes.sensor_bridge import wait_for_barriers
+from acres_bridge.protocol.frames import ClockFrame
+from acres_bridge.protocol.frames import HelloFrame
+
+pytestmark = pytest.mark.ros
+AGENTS = ('polaris', 'maxxum')
+
+
+def _agent_topics() -> dict[str, type]:
+    return {f'/{agent}/{topic}': kind for agent in AGENTS for topic, kind in AGENT_TOPICS.items()}
+
+
+def _counts(steps_of_12: int) -> dict[str, int]:
+    counts = {'/clock': 12 * steps_of_12}
+    for agent in AGENTS:
+        counts.update({f'/{agent}/ins/fix': 10 * steps_of_12,
+                       f'/{agent}/lidar/points': steps_of_12,
+                       f'/{agent}/camera/image_raw': steps_of_12,
+                       f'/{agent}/step_barrier': steps_of_12})
+    return counts
+
+
+@pytest.fixture
+def session(ros_context, spinning, emulator_factory):
+    """Two bridges on one node 'acres_bridge', started, with a recorder."""
+    emulator = emulator_factory(vehicles=AGENTS, lockstep=True)
+    node = Node('acres_bridge', context=ros_context)
+    shared = SharedPublishers(node)
+    base = sensor_bridge_parameters_from_values({'reconnect_s': 0.1})
+    taps = {agent: FrameTap() for agent in AGENTS}
+    bridges = [
+        SensorBridge(node, base.replace(port=port, frame_prefix=agent, publish_clock=index == 0),
+                     namespace=agent, shared=shared, on_frame=taps[agent].tap)
+        for index, (agent, port) in enumerate(zip(AGENTS, emulator.sensor_ports))]
+    recorder = Recorder(ros_context, {**_agent_topics(), **GLOBAL_TOPICS})
+    spinning.add(node)
+    spinning.add(recorder.node)
+    for bridge in bridges:
+        bridge.start()
+    for tap in taps.values():
+        tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+    wait_matched(publisher for bridge in bridges for publisher in bridge.publishers.values())
+    yield emulator, node, bridges, taps, recorder
+    for bridge in bridges:
+        bridge.destroy()
+    shared.destroy()
+    for each in (node, recorder.node):
+        spinning.executor.remove_node(each)
+        each.destroy_node()
+
+
+def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(session):
+    emulator, node, bridges, taps, recorder = session
+    assert [bridge.name for bridge in bridges] == list(AGENTS)
+    assert sorted(bridges[0].publishers) == sorted(
+        ['/clock'] + [f'polaris/{topic}' for topic in AGENT_TOPICS])
+    assert '/clock' not in bridges[1].publishers
+    reply = JsonChannel(emulator.control_port).call('step', steps=12)
+    assert reply['result'] == 1
+    recorder.wait_counts(_counts(1))
+    messages = recorder.messages
+    assert recorder.node.count_publishers('/clock') == 1
+    assert [m.clock for m in messages['/clock']] == [
+        stamp_to_time(frame.header.stamp_s) for frame in taps['polaris'].of(ClockFrame)]
+    [polaris] = messages['/polaris/lidar/points']
+    [maxxum] = messages['/maxxum/lidar/points']
+    assert (polaris.height, polaris.width, polaris.header.frame_id) == (1800, 32, 'polaris/lidar')
+    assert (maxxum.height, maxxum.width, maxxum.header.frame_id) == (180, 8, 'maxxum/lidar')
+    assert polaris.header.stamp == maxxum.header.stamp   # one world clock for all streams
+    assert messages['/maxxum/ins/fix'][0].header.frame_id == 'maxxum/base_footprint'
+    assert messages['/polaris/camera/image_raw'][0].header.frame_id == (
+        'polaris/camera_optical_frame')
+
+    # One latched /tf_static holds both agents' trees.
+    static = recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 12)
+    children = {t.child_frame_id for t in static.transforms}
+    assert {'polaris/lidar', 'maxxum/lidar', 'polaris/camera_optical_frame',
+            'maxxum/gnss'} <= children
+
+    # One /diagnostics array with a status per stream.
+    def both(message) -> bool:
+        return len(message.status) == 2
+    statuses = recorder.wait_for('/diagnostics', both).status
+    assert [status.name for status in statuses] == [
+        'acres_bridge: polaris sensor stream', 'acres_bridge: maxxum sensor stream']
+    assert [status.hardware_id for status in statuses] == [
+        f'127.0.0.1:{port}' for port in emulator.sensor_ports]
+
+
+def test_the_lockstep_hook_tells_when_every_stream_published_its_barrier(session):
+    emulator, node, bridges, taps, recorder = session
+    channel = JsonChannel(emulator.control_port)
+    seen: dict[str, list[tuple[int, float]]] = {agent: [] for agent in AGENTS}
+    lock = threading.Lock()
+
+    def listener(agent: str):
+        def on_barrier(step: int, stamp_s: float) -> None:
+            # Everything of the step is out before its barrier: count the clouds published.
+            clouds = bridges[AGENTS.index(agent)].stats['by_type']['lidar']['published']
+            with lock:
+                seen[agent].append((step, stamp_s, clouds))
+        return on_barrier
+    for agent, bridge in zip(AGENTS, bridges):
+        bridge.add_barrier_callback(listener(agent))
+
+    pending = barriers_future(bridges, 12, timeout_s=30.0)
+    assert not pending.done()
+    assert not wait_for_barriers(bridges, 12, timeout_s=0.05)
+    reply = channel.call('step', steps=12)
+    assert reply['result'] == 1 and reply['barrier'] == 12
+    assert pending.result(timeout=15.0) == 12
+    assert wait_for_barriers(bridges, 12, timeout_s=0.0)
+    assert [bridge.last_barrier[0] for bridge in bridges] == [12, 12]
+    with lock:
+        assert seen == {agent: [(12, reply['time_s'], 1)] for agent in AGENTS}
+    assert recorder.wait_for('/polaris/step_barrier', lambda m: m.step == 12)
+    assert recorder.wait_for('/maxxum/step_barrier', lambda m: m.step == 12)
+
+    # A step already published completes at once; a later one when its barrier comes.
+    assert bridges[1].barrier_future(12).done()
+    later = bridges[1].barrier_future(24)
+    assert not later.done()
+    assert channel.call('step', steps=12)['result'] == 1
+    assert later.result(timeout=15.0) == 24
+
+    # A barrier that never comes fails with the streams that lack it.
+    with pytest.raises(TimeoutError, match='no barrier of step 999 within 0.2 s on the sensor '
+                                           'stream of maxxum, polaris'):
+        barriers_future(bridges, 999, timeout_s=0.2).result(timeout=15.0)
+    cancelled = bridges[0].barrier_future(36)
+    assert cancelled.cancel()
+    assert channel.call('step', steps=12)['result'] == 1
+    assert wait_for_barriers(bridges, 36, timeout_s=15.0)
+    assert cancelled.cancelled()
+
+
+def test_destroying_a_bridge_joins_its_reader_and_keeps_the_others_tree(session):
+    emulator, node, bridges, taps, recorder = session
+    recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 12)
+    bridges[1].destroy()
+    assert not any(thread.name == 'sensor-rx:maxxum' for thread in threading.enumerate())
+    assert any(thread.name == 'sensor-rx:polaris' for thread in threading.enumerate())
+    static = recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 6)
+    assert all(t.child_frame_id.startswith('polaris/') for t in static.transforms)
+    wait_until(lambda: recorder.node.count_publishers('/maxxum/lidar/points') == 0,
+               what='the maxxum publishers to go')
+    assert recorder.node.count_publishers('/polaris/lidar/points') == 1
+    bridges[1].destroy()    # twice is harmless
+
+
+def test_two_namespaced_sensor_bridge_nodes_share_one_executor(ros_context, spinning,
+                                                               emulator_factory):
+    emulator = emulator_factory(vehicles=AGENTS, lockstep=True)
+    nodes = [SensorBridgeNode(context=ros_context, namespace=agent, parameter_overrides=[
+        Parameter('port', value=port), Parameter('frame_prefix', value=agent),
+        Parameter('publish_clock', value=index == 0)])
+        for index, (agent, port) in enumerate(zip(AGENTS, emulator.sensor_ports))]
+    recorder = Recorder(ros_context, {'/polaris/lidar/points': AGENT_TOPICS['lidar/points'],
+                                      '/maxxum/lidar/points': AGENT_TOPICS['lidar/points'],
+                                      '/clock': GLOBAL_TOPICS['/clock']})
+    try:
+        for each in (*nodes, recorder.node):
+            spinning.add(each)
+        assert [node.bridge.name for node in nodes] == list(AGENTS)
+        wait_matched([nodes[0].bridge.publishers['lidar/points'],
+                      nodes[1].bridge.publishers['lidar/points'],
+                      nodes[0].bridge.publishers['/clock']])
+        assert '/clock' not in nodes[1].bridge.publishers
+        assert JsonChannel(emulator.control_port).call('step', steps=12)['result'] == 1
+        recorder.wait_counts({'/polaris/lidar/points': 1, '/maxxum/lidar/points': 1,
+                              '/clock': 12})
+        assert recorder.messages['/maxxum/lidar/points'][0].width == 8
+        assert wait_for_barriers([node.bridge for node in nodes], 12, timeout_s=15.0)
+    finally:
+        for each in (*nodes, recorder.node):
+            spinning.executor.remove_node(each)
+            each.destroy_node()
+    assert not any(thread.name.startswith('sensor-rx:') for thread in threading.enumerate())
