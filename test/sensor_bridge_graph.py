@@ -24,7 +24,6 @@ time-outs; nothing sleeps to synchronise.
 from collections import defaultdict
 import dataclasses
 import threading
-import time
 from typing import Any, Callable
 
 from acres_interfaces.msg import StepBarrier
@@ -41,6 +40,7 @@ from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
+from sim_control_graph import wait_for as wait_until
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.protocol.frames import CameraFrame
@@ -58,19 +58,6 @@ AGENT_TOPICS: dict[str, type] = {
 GLOBAL_TOPICS: dict[str, type] = {
     '/clock': Clock, '/tf': TFMessage, '/tf_static': TFMessage, '/diagnostics': DiagnosticArray,
 }
-
-
-def wait_until(predicate: Callable[[], Any], timeout_s: float = TIMEOUT_S,
-               what: str = 'a condition') -> Any:
-    """Poll a predicate every 10 ms until it holds; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        time.sleep(0.01)
 
 
 def copy_frame(frame: Frame) -> Frame:
@@ -184,3 +171,7 @@ def wait_matched(publishers: Any, timeout_s: float = TIMEOUT_S) -> None:
     publishers = list(publishers)
     wait_until(lambda: all(p.get_subscription_count() > 0 for p in publishers), timeout_s,
                'the recorder to match the publishers')
+
+
+__all__ = ['AGENT_TOPICS', 'copy_frame', 'FrameTap', 'GLOBAL_TOPICS', 'LATCHED', 'Recorder',
+           'reliable', 'TIMEOUT_S', 'wait_matched', 'wait_until']
