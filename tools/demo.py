@@ -214,6 +214,9 @@ def _parser() -> argparse.ArgumentParser:
                              'sensor_bridge per vehicle; auto: session when it exists')
     parser.add_argument('--no-dds-profile', dest='dds_profile', action='store_false',
                         help='do not use config/fastdds_large_data.xml')
+    parser.add_argument('--pictures', type=int, default=None,
+                        help='stop once the viewer has drawn both pictures of every vehicle '
+                             'this many times (--duration still bounds the run)')
     parser.add_argument('--picture-period', type=float, default=2.0,
                         help='seconds between pictures (default 2)')
     parser.add_argument('--print-period', type=float, default=5.0,
@@ -253,7 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         viewer = Child('viewer', [
             sys.executable, '-m', 'acres_bridge.demo.viewer', '--namespaces',
             ','.join(args.vehicles), '--out', str(out), '--picture-period',
-            str(args.picture_period), '--print-period', str(args.print_period)], env=env)
+            str(args.picture_period), '--print-period', str(args.print_period)] + (
+            [] if args.pictures is None else ['--pictures', str(args.pictures)]), env=env)
         children.append(viewer)
         deadline = None if args.duration is None else time.monotonic() + args.duration
         while not stop.is_set():
@@ -261,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if remaining is not None and remaining <= 0:
                 break
             stop.wait(0.5 if remaining is None else min(0.5, remaining))
+            if args.pictures is not None and viewer.process.poll() == 0:
+                break                               # the viewer drew what was asked
             dead = [child for child in children if not child.running]
             if dead:
                 failed = dead[0]

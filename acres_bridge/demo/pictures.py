@@ -42,7 +42,7 @@ from PIL import Image as PilImage
 # Colour map anchors (low -> high): a compact turbo-like ramp without its darkest end, RGB.
 _RAMP = np.array([
     [70, 107, 227], [40, 187, 236], [49, 242, 153],
-    [162, 252, 60], [237, 208, 58], [251, 128, 34], [208, 47, 5], [122, 4, 3],
+    [162, 252, 60], [237, 208, 58], [251, 128, 34], [220, 40, 20], [255, 60, 200],
 ], dtype=np.float32)
 
 _FLOAT_TYPES = {7: '<f4', 8: '<f8'}   # sensor_msgs/PointField FLOAT32, FLOAT64
@@ -237,7 +237,7 @@ class Picture:
 
 
 def camera_lidar_overlay(rgb: np.ndarray, points_optical: np.ndarray, k: Sequence[float],
-                         d: Sequence[float], *, max_range_m: float = 60.0) -> Picture:
+                         d: Sequence[float], *, max_range_m: float = 80.0) -> Picture:
     """
     Draw LiDAR points over a camera image, coloured by range (near blue, far red).
 
@@ -256,7 +256,7 @@ def camera_lidar_overlay(rgb: np.ndarray, points_optical: np.ndarray, k: Sequenc
     return Picture(rgb=canvas, points=int(ranges.size), total=int(points_optical.shape[0]))
 
 
-def birds_eye_view(points: np.ndarray, *, extent_m: float = 40.0, resolution_m: float = 0.1,
+def birds_eye_view(points: np.ndarray, *, extent_m: float = 60.0, resolution_m: float = 0.15,
                    ring_step_m: float = 10.0,
                    height_range_m: tuple[float, float] = (-0.3, 3.0)) -> Picture:
     """
@@ -284,7 +284,11 @@ def birds_eye_view(points: np.ndarray, *, extent_m: float = 40.0, resolution_m: 
     heights = points[inside, 2]
     order = np.argsort(heights)              # higher points drawn last, on top
     uv = np.stack([columns[inside], rows[inside]], axis=1)[order]
-    draw_dots(canvas, uv, colour_ramp(heights[order], *height_range_m), radius=0)
+    colours = colour_ramp(heights[order], *height_range_m)
+    # Ground thin, anything standing out of it bold.
+    raised = heights[order] > height_range_m[0] + 0.3 * (height_range_m[1] - height_range_m[0])
+    draw_dots(canvas, uv[~raised], colours[~raised], radius=0)
+    draw_dots(canvas, uv[raised], colours[raised], radius=1)
     vehicle = np.array([[0.0, 2.5], [-1.0, -1.0], [1.0, -1.0]]) / resolution_m
     tip = (vehicle[:, 0] + centre, centre - vehicle[:, 1])
     _fill_triangle(canvas, np.stack(tip, axis=1), (255, 255, 255))

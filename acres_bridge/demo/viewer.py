@@ -53,6 +53,7 @@ import json
 import math
 import os
 from pathlib import Path
+import signal
 import sys
 import time
 from typing import Any
@@ -67,6 +68,7 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.task import Future
 
@@ -275,7 +277,7 @@ class DemoViewer(Node):
     :param display_period_s: how often to draw the table (on a terminal, twice a second).
     :param reliable: subscribe reliable (like rviz's default) or best effort.
     :param stream: where the table goes.
-    :param on_pictures: called with the paths after each drawing.
+    :param on_pictures: called with the paths after each drawing that wrote any.
     """
 
     def __init__(self, namespaces: Sequence[str] = ('polaris',), *,
@@ -288,6 +290,7 @@ class DemoViewer(Node):
         self.out_dir = Path(out_dir)
         self.display = Display(stream or sys.stdout)
         self.on_pictures = on_pictures
+        self.picture_rounds = 0      # drawings in which every agent got both pictures
         self.static = StaticTransforms()
         self.clock = ClockHistory()
         self.started_s = time.time()
@@ -423,6 +426,8 @@ class DemoViewer(Node):
         written = []
         for agent in self.agents.values():
             written.extend(self._draw_agent(agent))
+        if len(written) == 2 * len(self.agents):
+            self.picture_rounds += 1
         if written:
             self.write_summary()
             fresh = [path for path in written if path not in self._announced]
@@ -524,31 +529,54 @@ def _parser() -> argparse.ArgumentParser:
                         help='seconds between pictures (default 2)')
     parser.add_argument('--print-period', type=float, default=5.0,
                         help='seconds between tables when the output is not a terminal')
+    parser.add_argument('--pictures', type=int, default=None,
+                        help='stop once every namespace has had both pictures drawn this many '
+                             'times')
     parser.add_argument('--best-effort', action='store_true',
                         help='subscribe best effort instead of reliable')
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the viewer until Ctrl-C, SIGTERM or ``--duration``."""
+    """Run the viewer until Ctrl-C, SIGTERM, ``--duration`` or ``--pictures``."""
     args_in = list(sys.argv[1:] if argv is None else argv)
     ros_args = rclpy.utilities.remove_ros_args(['viewer'] + args_in)[1:]
     args = _parser().parse_args(ros_args)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    rclpy.init(args=['viewer'] + args_in)
-    namespaces = [name.strip() for name in args.namespaces.split(',') if name.strip()]
-    viewer = DemoViewer(namespaces, out_dir=args.out, picture_period_s=args.picture_period,
-                        display_period_s=args.print_period, reliable=not args.best_effort)
     try:
-        if args.duration is None:
-            rclpy.spin(viewer)
-        else:
-            done = Future()
-            viewer.create_timer(args.duration, lambda: done.set_result(True))
-            rclpy.spin_until_future_complete(viewer, done)
+        # Ctrl-C and SIGTERM end the spin below rather than shut the context down under a
+        # running executor: the viewer then draws its last pictures in order.
+        rclpy.init(args=['viewer'] + args_in, signal_handler_options=SignalHandlerOptions.NO)
+    except TypeError:                   # an rclpy without the option
+        rclpy.init(args=['viewer'] + args_in)
+    namespaces = [name.strip() for name in args.namespaces.split(',') if name.strip()]
+    done = Future()
+
+    def finish(*_: object) -> None:
+        if not done.done() and (args.pictures is None or viewer.picture_rounds >= args.pictures):
+            done.set_result(True)
+
+    viewer = DemoViewer(namespaces, out_dir=args.out, picture_period_s=args.picture_period,
+                        display_period_s=args.print_period, reliable=not args.best_effort,
+                        on_pictures=finish if args.pictures is not None else None)
+    wake = viewer.create_guard_condition(lambda: None)
+
+    def on_signal(signum: int, frame: object) -> None:
+        if not done.done():
+            done.set_result(signum)
+        wake.trigger()
+
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if args.duration is not None:
+            viewer.create_timer(args.duration, lambda: done.done() or done.set_result(True))
+        rclpy.spin_until_future_complete(viewer, done)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         viewer.finish()
         viewer.destroy_node()
         rclpy.try_shutdown()
