@@ -26,17 +26,18 @@ The camera info of an image has the same header and the Hello's OpenCV intrinsic
     k = [fx 0 cx; 0 fy cy; 0 0 1]      r = identity      p = [fx 0 cx 0; 0 fy cy 0; 0 0 1 0]
 """
 
-import array
-
 from sensor_msgs.msg import CameraInfo
 from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
+from acres_bridge.conversions.buffers import keep_array_options
+from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import CameraLayout
 from acres_bridge.protocol.frames import Hello
 
 _IDENTITY_3X3 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+_KEEP_ARRAY = keep_array_options(Image)
 
 
 def camera_frame_to_image(frame: CameraFrame, header: Header) -> Image:
@@ -51,11 +52,9 @@ def camera_frame_to_image(frame: CameraFrame, header: Header) -> Image:
     if pixels.nbytes != frame.height * frame.row_step:
         raise ValueError(f'a camera frame of {frame.height} rows of {frame.row_step} bytes has '
                          f'{pixels.nbytes} bytes of pixels')
-    data = array.array('B')
-    data.frombytes(pixels)
     image = Image(header=header, height=frame.height, width=frame.width,
-                  encoding=frame.encoding, is_bigendian=0, step=frame.row_step)
-    image.data = data
+                  encoding=frame.encoding, is_bigendian=0, step=frame.row_step, **_KEEP_ARRAY)
+    image.data = uint8_array(pixels)
     return image
 
 

@@ -47,6 +47,8 @@ from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
 
+from acres_bridge.conversions.buffers import keep_array_options
+from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.protocol.frames import LIDAR_POINT_STEP
 from acres_bridge.protocol.frames import LidarFrame
 
@@ -58,6 +60,12 @@ XYZIRT_POINT_STEP = 24
 _XYZI = (('x', 0, PointField.FLOAT32), ('y', 4, PointField.FLOAT32),
          ('z', 8, PointField.FLOAT32), ('intensity', 12, PointField.FLOAT32))
 _XYZIRT = _XYZI + (('ring', 16, PointField.UINT16), ('time', 20, PointField.FLOAT32))
+
+# The 16 bytes of a frame's point as one item, and where they go in an xyzirt point.
+_XYZI_ITEM = np.dtype('V16')
+_XYZI_CELL = np.dtype({'names': ['xyzi'], 'formats': [_XYZI_ITEM], 'offsets': [0],
+                       'itemsize': XYZIRT_POINT_STEP})
+_KEEP_ARRAY = keep_array_options(PointCloud2)
 
 XYZIRT_DTYPE = np.dtype({
     'names': ['x', 'y', 'z', 'intensity', 'ring', 'time'],
@@ -112,18 +120,17 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
         raise ValueError(f'a LiDAR frame of {columns} x {rings} points of 16 bytes has '
                          f'{points.nbytes} bytes of points (point step {frame.point_step})')
     if fields == 'xyzi':
-        data = array.array('B')
-        data.frombytes(points)
+        data = uint8_array(points)
         point_step = XYZI_POINT_STEP
     else:
         if not (math.isfinite(sweep_s) and sweep_s >= 0.0):
             raise ValueError(f'a sweep of {sweep_s} s is not a duration')
-        # One copy of a cached cloud that already holds ring and time, then the frame's 16
-        # bytes per point written into it in one strided numpy copy: no loop per point.
+        # One copy of a cached cloud that already holds ring and time, then the frame's points
+        # written into it as one structured numpy copy of 16-byte items: no loop per point,
+        # and the bits of every float (NaN payloads too) stay as they are.
         data = array.array('B', _xyzirt_template(columns, rings, float(sweep_s)))
-        cells = np.frombuffer(data, dtype=np.uint8).reshape(count, XYZIRT_POINT_STEP)
-        cells[:, :XYZI_POINT_STEP] = np.frombuffer(points, dtype=np.uint8).reshape(
-            count, XYZI_POINT_STEP)
+        cells = np.frombuffer(data, dtype=_XYZI_CELL)
+        cells['xyzi'] = np.frombuffer(points, dtype=_XYZI_ITEM)
         del cells
         point_step = XYZIRT_POINT_STEP
     cloud = PointCloud2(
@@ -131,7 +138,7 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
         fields=[PointField(name=name, offset=offset, datatype=datatype, count=1)
                 for name, offset, datatype in layout],
         is_bigendian=False, point_step=point_step, row_step=point_step * rings,
-        is_dense=False)
+        is_dense=False, **_KEEP_ARRAY)
     cloud.data = data
     return cloud
 

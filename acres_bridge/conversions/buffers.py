@@ -1,0 +1,41 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Payload bytes into ``uint8[]`` message fields with one copy.
+
+rclpy's generated setters store an ``array.array('B')`` as it is only when they check fields
+(always on Humble; on Jazzy and later only with ``check_fields=True`` or
+``ROS_PYTHON_CHECK_FIELDS=1``); otherwise they copy it once more with ``array.array('B',
+value)``. Anything but an array (a memoryview, a numpy array, bytes on Humble) goes element by
+element: 67 ms for an image instead of 0.1 ms. So the bridge builds the array with
+``frombytes`` (one memcpy from the reader's buffer) and creates the message with
+:func:`keep_array_options`, which asks for checked fields where the message type knows them.
+"""
+
+import array
+from typing import Any
+
+
+def uint8_array(data: Any) -> array.array:
+    """Return an ``array('B')`` copy of any buffer (one memcpy)."""
+    result = array.array('B')
+    result.frombytes(data)
+    return result
+
+
+def keep_array_options(message_type: type) -> dict[str, Any]:
+    """Return the constructor options under which ``message_type`` keeps an array as given."""
+    return {'check_fields': True} if '_check_fields' in getattr(
+        message_type, '__slots__', ()) else {}

@@ -1,0 +1,217 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Measure each conversion of the sensor bridge: milliseconds per message.
+
+Frames are the Polaris's (a 1800 x 32 cloud of 0.9 MB, a 896 x 512 image of 1.4 MB, a 40-value
+INS epoch), built with the protocol encoders and decoded as the reader decodes them. Each
+conversion runs ``--repeat`` times; the figures are the median and the 90th percentile. With
+``--publish`` the node's hot path is measured too (convert + ``publish()`` in an rclpy Context
+with one subscriber in another context of this process), and ``--slow`` adds the ways the
+lessons warn about (``array('B', memoryview)``, a per-point ``struct.pack_into`` loop) for
+comparison.
+
+    .venv/bin/python tools/bench_conversions.py
+    .venv/bin/python tools/bench_conversions.py --repeat 500 --publish --slow
+"""
+
+import argparse
+import array
+import os
+import statistics
+import struct
+import sys
+import time
+from typing import Any, Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
+
+from acres_bridge.conversions.camera import camera_frame_to_image  # noqa: E402
+from acres_bridge.conversions.camera import camera_info_from_hello  # noqa: E402
+from acres_bridge.conversions.clock import clock_frame_to_clock  # noqa: E402
+from acres_bridge.conversions.clock import make_header  # noqa: E402
+from acres_bridge.conversions.diagnostics import stream_stats_to_status  # noqa: E402
+from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry  # noqa: E402
+from acres_bridge.conversions.ins import ins_frame_to_imu  # noqa: E402
+from acres_bridge.conversions.ins import ins_frame_to_navsatfix  # noqa: E402
+from acres_bridge.conversions.ins import ins_frame_to_odometry  # noqa: E402
+from acres_bridge.conversions.lidar import lidar_frame_to_cloud  # noqa: E402
+from acres_bridge.conversions.tf import hello_to_static_transforms  # noqa: E402
+from acres_bridge.conversions.tf import odometry_to_transform  # noqa: E402
+from acres_bridge.emulator import scene  # noqa: E402
+from acres_bridge.protocol import frames  # noqa: E402
+from acres_bridge.protocol.frames import FrameType  # noqa: E402
+from acres_bridge.protocol.transport import SensorStreamClient  # noqa: E402
+
+
+def decode(frame_type: int, payload: bytes, hello: frames.Hello | None,
+           stamp_s: float = 12.5) -> frames.Frame:
+    header = frames.FrameHeader(frame_type, 0, 7, len(payload), stamp_s, 0.0)
+    return frames.decode_payload(header, memoryview(bytearray(payload)), hello)
+
+
+def polaris_frames() -> dict[str, Any]:
+    """Return the Polaris's Hello and one decoded frame of each sensor."""
+    layout = scene.hello_layout('polaris', 'polaris')
+    hello = frames.parse_hello(frames.encode_hello_payload(layout))
+    rng = np.random.default_rng(1)
+    lidar = hello.lidar
+    points = rng.uniform(-50, 50, (lidar.columns, lidar.rings, 4)).astype(np.float32)
+    points[rng.random((lidar.columns, lidar.rings)) < 0.25, :3] = np.nan
+    camera = hello.camera
+    pixels = rng.integers(0, 256, (camera.height, camera.width, 3), dtype=np.uint8)
+    pose = scene.Pose.from_xyz_yaw(10.0, -20.0, 1.0, 0.3)
+    ins = scene.ins_values(layout, pose, rng=rng)
+    return {
+        'hello': hello,
+        'clock': decode(FrameType.CLOCK, frames.encode_clock_payload(12.5), hello),
+        'ins': decode(FrameType.INS, frames.encode_ins_payload(ins), hello),
+        'lidar': decode(FrameType.LIDAR, frames.encode_lidar_payload(points), hello),
+        'camera': decode(FrameType.CAMERA, frames.encode_camera_payload(pixels), hello),
+    }
+
+
+def measure(function: Callable[[], Any], repeat: int) -> tuple[float, float]:
+    """Return the median and 90th percentile of a call, in ms."""
+    function()
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter_ns()
+        function()
+        times.append((time.perf_counter_ns() - started) / 1e6)
+    times.sort()
+    return statistics.median(times), times[min(len(times) - 1, int(0.9 * len(times)))]
+
+
+def conversions(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any]]]:
+    """Return (name, payload bytes, call) of every conversion."""
+    hello, ins, lidar, camera = sample['hello'], sample['ins'], sample['lidar'], sample['camera']
+    stamp_s = ins.header.stamp_s
+    sweep_s = 1.0 / hello.lidar.hz
+    stats = SensorStreamClient('127.0.0.1', 1, name='bench', on_frame=print).stats
+    for figures in stats['by_type'].values():
+        figures.update(published=0, dropped=0)
+
+    def odometry() -> Any:
+        return ins_frame_to_odometry(ins, make_header(stamp_s, 'world'),
+                                     child_frame_id='base_footprint')
+    return [
+        ('clock: Clock', 8, lambda: clock_frame_to_clock(sample['clock'])),
+        ('ins: NavSatFix', 320, lambda: ins_frame_to_navsatfix(
+            ins, make_header(stamp_s, 'base_footprint'))),
+        ('ins: Imu', 320, lambda: ins_frame_to_imu(ins, make_header(stamp_s, 'base_footprint'))),
+        ('ins: Odometry', 320, odometry),
+        ('ins: ground truth Odometry', 320, lambda: ins_frame_to_ground_truth_odometry(
+            ins, make_header(stamp_s, 'world'), child_frame_id='base_footprint')),
+        ('ins: odometry to TF', 320, lambda: odometry_to_transform(odometry())),
+        ('lidar: PointCloud2 xyzi', len(lidar.points), lambda: lidar_frame_to_cloud(
+            lidar, make_header(stamp_s, 'lidar'))),
+        ('lidar: PointCloud2 xyzirt', len(lidar.points), lambda: lidar_frame_to_cloud(
+            lidar, make_header(stamp_s, 'lidar'), fields='xyzirt', sweep_s=sweep_s)),
+        ('camera: Image', len(camera.pixels), lambda: camera_frame_to_image(
+            camera, make_header(stamp_s, 'camera_optical_frame'))),
+        ('camera: CameraInfo', 0, lambda: camera_info_from_hello(
+            hello, make_header(stamp_s, 'camera_optical_frame'))),
+        ('hello: static transforms', 0, lambda: hello_to_static_transforms(
+            hello, make_header(0.0, '').stamp, frame_prefix='polaris')),
+        ('diagnostics: status', 0, lambda: stream_stats_to_status(stats, name='bench')),
+    ]
+
+
+def slow_ways(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any]]]:
+    """Return the conversions the lessons warn about, for comparison."""
+    lidar, camera = sample['lidar'], sample['camera']
+    count = lidar.columns * lidar.rings
+    source = np.frombuffer(lidar.points, '<f4').reshape(count, 4)
+
+    def per_point_xyzirt() -> bytearray:
+        out = bytearray(count * 24)
+        pack = struct.Struct('<4fHxxf').pack_into
+        rings = lidar.rings
+        for index in range(count):
+            x, y, z, intensity = source[index]
+            pack(out, index * 24, x, y, z, intensity, index % rings, 0.0)
+        return out
+    return [
+        ("image: array('B', memoryview)", len(camera.pixels),
+         lambda: array.array('B', camera.pixels)),
+        ('lidar: xyzirt with a per-point struct.pack_into loop', len(lidar.points),
+         per_point_xyzirt),
+    ]
+
+
+def publishing(sample: dict[str, Any], repeat: int) -> list[tuple[str, float, float]]:
+    """Measure convert + publish of clouds and images with one matched subscriber."""
+    import rclpy
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import ReliabilityPolicy
+    from sensor_msgs.msg import Image
+    from sensor_msgs.msg import PointCloud2
+
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    results = []
+    publisher_context, subscriber_context = rclpy.Context(), rclpy.Context()
+    rclpy.init(context=publisher_context)
+    rclpy.init(context=subscriber_context)
+    try:
+        node = rclpy.create_node('bench_publisher', context=publisher_context)
+        listener = rclpy.create_node('bench_subscriber', context=subscriber_context)
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        lidar, camera = sample['lidar'], sample['camera']
+        for name, kind, topic, convert in (
+                ('lidar: convert + publish xyzi', PointCloud2, 'points',
+                 lambda: lidar_frame_to_cloud(lidar, Header(frame_id='lidar'))),
+                ('camera: convert + publish Image', Image, 'image',
+                 lambda: camera_frame_to_image(camera, Header(frame_id='camera')))):
+            publisher = node.create_publisher(kind, topic, qos)
+            listener.create_subscription(kind, topic, lambda message: None, qos, raw=True)
+            deadline = time.monotonic() + 10.0
+            while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            median, p90 = measure(lambda: publisher.publish(convert()), repeat)
+            results.append((name, median, p90))
+    finally:
+        publisher_context.try_shutdown()
+        subscriber_context.try_shutdown()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[1])
+    parser.add_argument('--repeat', type=int, default=200, help='calls of each conversion')
+    parser.add_argument('--publish', action='store_true',
+                        help='also measure convert + publish with a subscriber')
+    parser.add_argument('--slow', action='store_true',
+                        help='also measure the slow ways, for comparison (a few calls)')
+    args = parser.parse_args()
+    sample = polaris_frames()
+    print(f'{"conversion":54s} {"bytes":>9s} {"median ms":>10s} {"p90 ms":>8s}')
+    for name, size, function in conversions(sample):
+        median, p90 = measure(function, args.repeat)
+        print(f'{name:54s} {size:9d} {median:10.4f} {p90:8.4f}')
+    if args.publish:
+        for name, median, p90 in publishing(sample, args.repeat):
+            print(f'{name:54s} {"":9s} {median:10.4f} {p90:8.4f}')
+    if args.slow:
+        for name, size, function in slow_ways(sample):
+            median, p90 = measure(function, 3)
+            print(f'{name:54s} {size:9d} {median:10.4f} {p90:8.4f}')
+
+
+if __name__ == '__main__':
+    main()
