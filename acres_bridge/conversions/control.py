@@ -29,6 +29,7 @@ with it.
 """
 
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 import dataclasses
@@ -335,14 +336,8 @@ def spawn_entity_fields(request: Any, shape: InterfaceShape) -> dict[str, Any]:
 
 def spawnables_from_reply(reply: Reply, shape: InterfaceShape) -> list[Spawnable]:
     """Return the Spawnable list of a get_spawnables reply (uri where the shape keeps it)."""
-    items = reply.get('spawnables')
-    if not isinstance(items, list):
-        raise ReplyError('spawnables must be a list')
     spawnables = []
-    for index, item in enumerate(items):
-        key = f'spawnables[{index}]'
-        if not isinstance(item, Mapping):
-            raise ReplyError(f'{key} must be an object')
+    for key, item in _objects(reply, 'spawnables'):
         spawnable = Spawnable()
         holder = spawnable.entity_resource if shape.spawnable_resource else spawnable
         holder.uri = _string(item.get('uri'), f'{key}.uri')
@@ -353,14 +348,8 @@ def spawnables_from_reply(reply: Reply, shape: InterfaceShape) -> list[Spawnable
 
 def named_poses_from_reply(reply: Reply) -> list[NamedPose]:
     """Return the NamedPose list of a get_named_poses reply."""
-    items = reply.get('poses')
-    if not isinstance(items, list):
-        raise ReplyError('poses must be a list')
     poses = []
-    for index, item in enumerate(items):
-        key = f'poses[{index}]'
-        if not isinstance(item, Mapping):
-            raise ReplyError(f'{key} must be an object')
+    for key, item in _objects(reply, 'poses'):
         poses.append(NamedPose(
             name=_string(item.get('name'), f'{key}.name'),
             description=_string(item.get('description', ''), f'{key}.description'),
@@ -575,6 +564,17 @@ def _string(value: Any, key: str) -> str:
     if not isinstance(value, str):
         raise ReplyError(f'{key} must be a string, got {value!r}')
     return value
+
+
+def _objects(reply: Reply, key: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Yield the key text and the object of each item of a reply's list of objects."""
+    items = reply.get(key)
+    if not isinstance(items, list):
+        raise ReplyError(f'{key} must be a list')
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ReplyError(f'{key}[{index}] must be an object')
+        yield f'{key}[{index}]', item
 
 
 def _strings(value: Any, key: str) -> list[str]:

@@ -128,9 +128,10 @@ class ParameterError(ValueError):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SimControlParameters:
-    """The parameters of sim_control (CONTRACT.md)."""
+    """The parameters of sim_control (CONTRACT.md); ``address`` is the resolved host."""
 
     host: str = '127.0.0.1'
+    address: str = '127.0.0.1'
     port: int = DEFAULT_PORT
     timeout_s: float = 10.0
     reconnect_s: float = 1.0
@@ -161,15 +162,15 @@ def _read_parameters(node: Node) -> SimControlParameters:
     try:
         values = {name: node.declare_parameter(name, default, descriptor).value
                   for name, default, descriptor in specs}
-        host = require_loopback(values['host'])
+        address = require_loopback(values['host'])
         port = require_port(values['port'])
     except (ParameterException, TransportError) as exc:
         raise ParameterError(str(exc)) from exc
     for name in ('timeout_s', 'reconnect_s'):
         if not (math.isfinite(values[name]) and values[name] > 0):
             raise ParameterError(f'{name} must be above 0, got {values[name]}')
-    return SimControlParameters(host=host, port=port, timeout_s=values['timeout_s'],
-                                reconnect_s=values['reconnect_s'])
+    return SimControlParameters(host=values['host'], address=address, port=port,
+                                timeout_s=values['timeout_s'], reconnect_s=values['reconnect_s'])
 
 
 class FutureWaiter:
@@ -244,7 +245,7 @@ class SimControlNode(Node):
         self._services = [self._create_service(*spec) for spec in self._service_specs()]
         self._action_server = self._create_action_server()
         self.control = ControlClient(
-            self.parameters.host, self.parameters.port, timeout_s=self.parameters.timeout_s,
+            self.parameters.address, self.parameters.port, timeout_s=self.parameters.timeout_s,
             reconnect_s=self.parameters.reconnect_s, on_event=self._on_event,
             on_connection=self._on_connection)
         self.control.start()

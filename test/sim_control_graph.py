@@ -1,0 +1,128 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A small rclpy graph for the sim_control tests: the node under test and a client node.
+
+``ControlGraph`` owns an rclpy Context, a multi-threaded executor spinning on its own thread
+(as a user's process would), the ``SimControlNode`` and a client node, and calls services and
+the action from the test thread, waiting on events with time-outs.
+"""
+
+import threading
+import time
+from typing import Any, Callable
+
+from conftest import SpinningExecutor
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+
+from acres_bridge.nodes.sim_control import SimControlNode
+
+CALL_TIMEOUT_S = 15.0
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 10.0,
+             what: str = 'a condition') -> Any:
+    """Poll a predicate every 10 ms until it is true; fail the test after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        time.sleep(0.01)
+
+
+def wait_future(future: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
+    """Wait until an rclpy future is done (from a thread that does not spin); its result."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    assert done.wait(timeout_s), 'no answer in time'
+    return future.result()
+
+
+class ControlGraph:
+    """
+    A SimControlNode connected to ``port`` and a client node, spun by one executor.
+
+    :param port: the control channel port.
+    :param parameters: more parameter overrides of the node (name: value).
+    :param node_options: passed to SimControlNode (barrier_hook, on_hello...).
+    """
+
+    def __init__(self, port: int, *, parameters: dict[str, Any] | None = None,
+                 **node_options: Any) -> None:
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        overrides = [Parameter('port', value=port)] + [
+            Parameter(name, value=value) for name, value in (parameters or {}).items()]
+        self.node = SimControlNode(context=self.context, parameter_overrides=overrides,
+                                   **node_options)
+        self.client_node = rclpy.create_node('sim_control_test_client', context=self.context)
+        self._spinner = SpinningExecutor(self.context)
+        self.executor = self._spinner.executor
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.client_node)
+        self._clients: dict[str, Any] = {}
+        self._action_clients: dict[str, ActionClient] = {}
+
+    def close(self) -> None:
+        """Stop spinning, destroy the nodes and shut the context down."""
+        self._spinner.shutdown()
+        self.node.destroy_node()
+        self.client_node.destroy_node()
+        self.context.try_shutdown()
+
+    def client(self, srv_type: type, name: str) -> Any:
+        """Return a (cached) service client that has found its server."""
+        client = self._clients.get(name)
+        if client is None:
+            client = self.client_node.create_client(srv_type, name)
+            assert client.wait_for_service(timeout_sec=CALL_TIMEOUT_S), f'no service {name}'
+            self._clients[name] = client
+        return client
+
+    def call(self, srv_type: type, name: str, request: Any | None = None,
+             timeout_s: float = CALL_TIMEOUT_S) -> Any:
+        """Call a service and return its response."""
+        client = self.client(srv_type, name)
+        request = srv_type.Request() if request is None else request
+        return wait_future(client.call_async(request), timeout_s)
+
+    def action_client(self, action_type: type, name: str) -> ActionClient:
+        """Return a (cached) action client that has found its server."""
+        client = self._action_clients.get(name)
+        if client is None:
+            client = ActionClient(self.client_node, action_type, name)
+            assert client.wait_for_server(timeout_sec=CALL_TIMEOUT_S), f'no action {name}'
+            # The server's services can be found before its feedback publisher has matched
+            # the client's subscription: feedback sent before that would be lost.
+            wait_for(lambda: self.node.count_subscribers(f'/{name}/_action/feedback') > 0,
+                     CALL_TIMEOUT_S, f'the {name} feedback subscription')
+            self._action_clients[name] = client
+        return client
+
+    def subscribe_latched(self, msg_type: type, topic: str) -> list[Any]:
+        """Subscribe reliable and transient local; return the list the messages go to."""
+        received: list[Any] = []
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.client_node.create_subscription(msg_type, topic, received.append, qos)
+        return received

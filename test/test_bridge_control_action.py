@@ -1,0 +1,200 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+sim_control's stepping through a real rclpy graph: the simulate_steps action and the barrier hook.
+
+Cancel semantics: the simulator cannot abort a step, so the action rejects cancel requests and
+the goal ends SUCCEEDED (or ABORTED with the simulator's code) once the step replied.
+"""
+
+import concurrent.futures
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from action_msgs.srv import CancelGoal  # noqa: E402
+from sim_control_graph import ControlGraph  # noqa: E402
+from sim_control_graph import wait_for  # noqa: E402
+from sim_control_graph import wait_future  # noqa: E402
+from simulation_interfaces.action import SimulateSteps  # noqa: E402
+from simulation_interfaces.msg import Result  # noqa: E402
+from simulation_interfaces.msg import SimulationState  # noqa: E402
+from simulation_interfaces.srv import SetSimulationState  # noqa: E402
+from simulation_interfaces.srv import StepSimulation  # noqa: E402
+
+from acres_bridge.emulator.faults import FaultProxy  # noqa: E402
+from acres_bridge.emulator.server import Emulator  # noqa: E402
+from acres_bridge.nodes.sim_control import FutureWaiter  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+@pytest.fixture
+def emulator(emulator_factory):
+    return emulator_factory(lockstep=True, drive='hold')
+
+
+@pytest.fixture
+def proxy(emulator):
+    with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
+        yield proxy
+
+
+def _graph(port: int, **options) -> ControlGraph:
+    graph = ControlGraph(port, **options)
+    wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+    return graph
+
+
+@pytest.fixture
+def graph(proxy):
+    graph = _graph(proxy.port)
+    yield graph
+    graph.close()
+
+
+def _send_goal(graph: ControlGraph, steps: int) -> tuple:
+    client = graph.action_client(SimulateSteps, 'simulate_steps')
+    feedback = []
+    goal_handle = wait_future(client.send_goal_async(
+        SimulateSteps.Goal(steps=steps),
+        feedback_callback=lambda message: feedback.append(
+            (message.feedback.completed_steps, message.feedback.remaining_steps))))
+    assert goal_handle.accepted
+    return goal_handle, feedback
+
+
+def _step_requests(emulator: Emulator) -> list[dict]:
+    return [{key: value for key, value in request.items() if key != 'id'}
+            for request in emulator.requests if request.get('op') == 'step']
+
+
+def test_simulate_steps_gives_feedback_from_each_progress_event(graph, emulator):
+    before = emulator.world.step
+    goal_handle, feedback = _send_goal(graph, 36)
+    outcome = wait_future(goal_handle.get_result_async())
+    assert outcome.status == GoalStatus.STATUS_SUCCEEDED
+    assert (outcome.result.result.result, outcome.result.result.error_message) == (
+        Result.RESULT_OK, '')
+    # Feedback is a topic and the result a service: wait, as their order is not given.
+    wait_for(lambda: len(feedback) == 2, what='two feedback messages')
+    assert feedback == [(12, 24), (24, 12)]
+    assert emulator.world.step == before + 36
+    assert _step_requests(emulator) == [{'op': 'step', 'steps': 36, 'progress': True}]
+
+
+def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emulator, proxy):
+    before = emulator.world.step
+    held = proxy.inject('delay', op='step', delay_s=30.0)
+    goal_handle, feedback = _send_goal(graph, 24)
+    wait_for(lambda: _step_requests(emulator), what='the step request')
+    cancel = wait_future(goal_handle.cancel_goal_async())
+    # rclpy answers a rejected cancel with no goal in goals_canceling (and ERROR_NONE, where
+    # rclcpp says ERROR_REJECTED).
+    assert list(cancel.goals_canceling) == []
+    assert cancel.return_code in (CancelGoal.Response.ERROR_NONE,
+                                  CancelGoal.Response.ERROR_REJECTED)
+    held.release.set()
+    outcome = wait_future(goal_handle.get_result_async())
+    assert outcome.status == GoalStatus.STATUS_SUCCEEDED
+    assert outcome.result.result.result == Result.RESULT_OK
+    wait_for(lambda: feedback, what='the feedback')
+    assert feedback == [(12, 12)]
+    assert emulator.world.step == before + 24
+    assert _step_requests(emulator) == [{'op': 'step', 'steps': 24, 'progress': True}]
+
+
+def test_a_goal_while_playing_is_aborted_with_the_simulator_code(graph, emulator):
+    play = SetSimulationState.Request(state=SimulationState(state=SimulationState.STATE_PLAYING))
+    assert graph.call(SetSimulationState, 'set_simulation_state', play).result.result == 1
+    goal_handle, feedback = _send_goal(graph, 12)
+    outcome = wait_future(goal_handle.get_result_async())
+    assert outcome.status == GoalStatus.STATUS_ABORTED
+    assert outcome.result.result.result == Result.RESULT_INCORRECT_STATE
+    assert 'paused state' in outcome.result.result.error_message
+    assert feedback == []
+
+
+def test_a_goal_without_a_reply_is_aborted_with_operation_failed(proxy, emulator):
+    graph = _graph(proxy.port, parameters={'timeout_s': 0.2})
+    try:
+        proxy.inject('swallow', op='step')
+        goal_handle, _ = _send_goal(graph, 1)
+        outcome = wait_future(goal_handle.get_result_async())
+        assert outcome.status == GoalStatus.STATUS_ABORTED
+        assert outcome.result.result.result == Result.RESULT_OPERATION_FAILED
+        assert outcome.result.result.error_message.startswith('no reply to step within 0.2')
+    finally:
+        graph.close()
+
+
+class Barriers:
+    """A barrier hook the test controls: it records each call and waits for a release."""
+
+    def __init__(self) -> None:
+        self.node = None
+        self.steps: list[int] = []
+        self.called = threading.Event()
+        self.release: concurrent.futures.Future = concurrent.futures.Future()
+
+    def __call__(self, step: int) -> FutureWaiter:
+        self.steps.append(step)
+        self.called.set()
+        return FutureWaiter(self.release, self.node.executor)
+
+
+@pytest.fixture
+def hooked(proxy):
+    """Give a graph whose node has a Barriers hook, and the hook."""
+    barriers = Barriers()
+    graph = ControlGraph(proxy.port, barrier_hook=barriers)
+    barriers.node = graph.node
+    yield graph, barriers
+    graph.close()
+
+
+def test_step_simulation_answers_only_after_the_barrier_hook(hooked, emulator):
+    graph, barriers = hooked
+    client = graph.client(StepSimulation, 'step_simulation')
+    future = client.call_async(StepSimulation.Request(steps=6))
+    assert barriers.called.wait(10.0)
+    assert barriers.steps == [emulator.world.step]
+    assert not future.done()          # the response waits for the hook
+    barriers.release.set_result(None)
+    response = wait_future(future)
+    assert response.result.result == Result.RESULT_OK
+
+
+def test_the_action_awaits_the_barrier_hook_and_a_failing_hook_fails_the_step(hooked, emulator):
+    graph, barriers = hooked
+    goal_handle, _ = _send_goal(graph, 12)
+    result_future = goal_handle.get_result_async()
+    assert barriers.called.wait(10.0)
+    assert not result_future.done()
+    barriers.release.set_exception(TimeoutError('no barrier 12 from polaris in 5 s'))
+    outcome = wait_future(result_future)
+    assert outcome.status == GoalStatus.STATUS_ABORTED
+    assert outcome.result.result.result == Result.RESULT_OPERATION_FAILED
+    step = emulator.world.step
+    assert outcome.result.result.error_message == (
+        f'stepped to step {step}, but the sensor barrier failed: '
+        'no barrier 12 from polaris in 5 s')
+    assert barriers.steps == [step]
+    refused = graph.call(StepSimulation, 'step_simulation', StepSimulation.Request(steps=0))
+    assert refused.result.result == Result.RESULT_OPERATION_FAILED
+    assert barriers.steps == [step]       # no hook for a step that failed

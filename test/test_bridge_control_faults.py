@@ -1,0 +1,213 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+sim_control when the control channel misbehaves: down, late, not JSON, closed, malformed.
+
+Each test runs its own graph. The fault proxy sits between the node and the emulator; a
+scripted simulator answers with replies the emulator never gives (codes 105 and 107, broken
+schemas).
+"""
+
+import json
+import socket
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from acres_interfaces.msg import Episode  # noqa: E402
+from acres_interfaces.srv import Screenshot  # noqa: E402
+from sim_control_graph import ControlGraph  # noqa: E402
+from sim_control_graph import wait_for  # noqa: E402
+from simulation_interfaces.msg import Result  # noqa: E402
+from simulation_interfaces.srv import GetEntityState  # noqa: E402
+from simulation_interfaces.srv import GetSimulationState  # noqa: E402
+from simulation_interfaces.srv import GetSimulatorFeatures  # noqa: E402
+from simulation_interfaces.srv import SpawnEntity  # noqa: E402
+
+from acres_bridge.emulator.faults import FaultProxy  # noqa: E402
+from acres_bridge.emulator.faults import free_port  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+FAILED = Result.RESULT_OPERATION_FAILED
+FAST = {'timeout_s': 0.3, 'reconnect_s': 0.05}
+
+
+@pytest.fixture
+def emulator(emulator_factory):
+    return emulator_factory(lockstep=True, drive='hold')
+
+
+@pytest.fixture
+def proxy(emulator):
+    with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def graph(proxy):
+    graph = ControlGraph(proxy.port, parameters=FAST)
+    wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+    yield graph
+    graph.close()
+
+
+def _state(graph: ControlGraph) -> Result:
+    return graph.call(GetSimulationState, 'get_simulation_state').result
+
+
+def test_a_channel_that_is_down_fails_at_once_then_the_node_reconnects(emulator_factory):
+    port = free_port()
+    graph = ControlGraph(port, parameters=FAST)
+    try:
+        result = _state(graph)
+        assert result.result == FAILED
+        assert result.error_message.startswith('control channel not connected (cannot connect')
+        assert result.error_message.endswith('get_state not sent')
+        features = graph.call(GetSimulatorFeatures, 'get_simulator_features').features
+        assert list(features.features) == []
+        info = json.loads(features.custom_info)
+        assert (info['ok'], info['result']) == (False, FAILED)
+        assert 'not connected' in info['error']
+        emulator_factory(lockstep=True, drive='hold', control_port=port)
+        wait_for(lambda: graph.node.control.connected, what='the reconnection')
+        assert _state(graph).result == Result.RESULT_OK
+    finally:
+        graph.close()
+
+
+def test_a_reply_that_comes_too_late_fails_and_is_dropped_when_it_comes(graph, proxy):
+    held = proxy.inject('delay', op='get_state', delay_s=30.0)
+    result = _state(graph)
+    assert (result.result, result.error_message) == (FAILED, 'no reply to get_state within 0.3 s')
+    held.release.set()
+    wait_for(lambda: graph.node.control.stats['late_replies'] == 1, what='the late reply')
+    assert _state(graph).result == Result.RESULT_OK
+
+
+def test_a_reply_that_is_not_json_fails_saying_so(graph, proxy):
+    proxy.inject('replace', op='get_state', line=b'<html>502 Bad Gateway</html>')
+    result = _state(graph)
+    assert (result.result, result.error_message) == (
+        FAILED, 'no reply to get_state within 0.3 s (1 line that was not JSON came meanwhile)')
+    assert _state(graph).result == Result.RESULT_OK
+
+
+def test_a_channel_that_closes_before_the_reply_fails_then_reconnects(graph, proxy):
+    dropped = proxy.inject('drop', op='get_state')
+    result = _state(graph)
+    assert dropped.fired.is_set()
+    assert result.result == FAILED
+    assert result.error_message.startswith('control channel closed before the reply to get_state')
+    wait_for(lambda: proxy.open_connections == 1 and graph.node.control.connected,
+             what='the reconnection')
+    assert _state(graph).result == Result.RESULT_OK
+
+
+def test_the_episode_of_each_new_connection_is_published(graph, proxy):
+    received = graph.subscribe_latched(Episode, 'acres/episode')
+    wait_for(lambda: received, what='the first episode')
+    proxy.drop_all()
+    wait_for(lambda: len(received) >= 2, what='the episode of the new connection')
+    assert received[-1].episode_id == received[0].episode_id
+
+
+def test_a_simulator_without_the_op_answers_0(emulator_factory, tmp_path):
+    core = emulator_factory(mode='core', lockstep=True, drive='hold')
+    graph = ControlGraph(core.control_port, parameters=FAST)
+    try:
+        response = graph.call(Screenshot, 'acres/screenshot',
+                              Screenshot.Request(path=str(tmp_path / 'view.png')))
+        assert (response.result.result, response.result.error_message) == (
+            Result.RESULT_FEATURE_UNSUPPORTED, 'unknown op "screenshot"')
+    finally:
+        graph.close()
+
+
+class ScriptedSimulator:
+    """A control channel that answers each op with a fixed reply (its id added)."""
+
+    def __init__(self, replies: dict[str, dict]) -> None:
+        self.replies = replies
+        self.listener = socket.create_server(('127.0.0.1', 0))
+        self.port = self.listener.getsockname()[1]
+        self.listener.settimeout(5.0)
+        self.thread = threading.Thread(target=self._serve, name='scripted-sim', daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        with connection, connection.makefile('rwb') as stream:
+            stream.write(b'{"event":"episode","episode":0}\n')
+            stream.flush()
+            for line in stream:
+                request = json.loads(line)
+                reply = {**self.replies.get(request['op'], {'result': 0, 'ok': False}),
+                         'id': request['id']}
+                stream.write(json.dumps(reply).encode() + b'\n')
+                stream.flush()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def scripted():
+    simulators = []
+
+    def start(replies: dict[str, dict]) -> ControlGraph:
+        simulator = ScriptedSimulator(replies)
+        simulators.append(simulator)
+        graph = ControlGraph(simulator.port, parameters=FAST)
+        simulators.append(graph)
+        wait_for(lambda: graph.node.control.connected, what='the connection')
+        return graph
+
+    yield start
+    for item in reversed(simulators):
+        item.close()
+
+
+@pytest.mark.parametrize('code, error', [
+    (105, 'the namespace is not valid'),
+    (107, 'the mesh of prop:cone is not in this build'),
+])
+def test_spawn_codes_the_emulator_never_gives_pass_through(scripted, code, error):
+    graph = scripted({'spawn_entity': {'ok': False, 'result': code, 'error': error}})
+    response = graph.call(SpawnEntity, 'spawn_entity', SpawnEntity.Request(name='cone'))
+    assert (response.result.result, response.result.error_message) == (code, error)
+    assert response.entity_name == ''
+
+
+@pytest.mark.parametrize('reply, error', [
+    ({'ok': True, 'result': 1, 'frame': 'world', 'time_s': 1.0, 'pose': {'position': [1, 2]}},
+     'malformed get_entity_state reply: pose.position must be a list of 3 numbers'),
+    ({'ok': True, 'result': 1, 'frame': 'world', 'pose': {'position': [1, 2, 3]}},
+     'malformed get_entity_state reply: time_s must be a number, 0 or more, got None'),
+    ({'ok': True, 'result': 300},
+     'malformed get_entity_state reply: result must be a code from 0 to 255, got 300'),
+    ({'ok': True}, 'malformed get_entity_state reply: result must be a code from 0 to 255, '
+     'got None'),
+])
+def test_a_reply_that_breaks_the_schema_fails_naming_the_key(scripted, reply, error):
+    graph = scripted({'get_entity_state': reply})
+    response = graph.call(GetEntityState, 'get_entity_state',
+                          GetEntityState.Request(entity='polaris'))
+    assert (response.result.result, response.result.error_message) == (FAILED, error)
