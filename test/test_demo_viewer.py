@@ -190,18 +190,22 @@ def test_birds_eye_view_puts_forward_up_and_left_left() -> None:
 def test_topic_stats_rates_and_ages_against_the_clock_history() -> None:
     clock = ClockHistory()
     stats = TopicStats('/polaris/lidar/points', 'sensor_msgs/PointCloud2')
-    for step in range(241):                                 # 2 s of 120 Hz clock
-        clock.add(100.0 + step / 120.0, step / 120.0)
     for scan in range(20):                                  # 10 Hz, arriving 25 ms late
         stamp_s = scan / 10.0
         stats.record(100.0 + stamp_s + 0.025, stamp_s, 1000, 100.0 + stamp_s + 0.024)
+    for step in range(200):                                 # 120 Hz clock, taken late
+        clock.add(100.0 + step / 120.0, step / 120.0)
+    # Scans after the latest /clock taken (1.658 s) have no age yet: 17 of 20 do.
     row = stats.row(100.0 + 1.925, clock)
     assert row['msgs'] == 20 and row['mbytes'] == pytest.approx(0.02)
     assert row['rate_hz'] == pytest.approx(10.0)
     assert row['sim_rate_hz'] == pytest.approx(10.0)
     # The latest clock at receipt is the step at or before stamp + 25 ms: 3 steps = 25.0 ms.
     assert row['age_p50_ms'] == pytest.approx(25.0, abs=0.01)
+    assert row['age_max_ms'] == pytest.approx(25.0, abs=0.01)
     assert row['dds_p50_ms'] == pytest.approx(1.0, abs=1e-6)
+    assert ClockHistory().at(1.0) is None and clock.at(99.0) is None
+    assert clock.at(100.0 + 1.7) is None
 
 
 def test_display_redraws_in_place_on_a_terminal_and_appends_otherwise() -> None:

@@ -22,16 +22,24 @@ It shows a table per topic, redrawn in place on a terminal and printed every few
 otherwise:
 
 * ``msgs``: messages received so far.
-* ``Hz wall``: messages per second of this computer's clock over the last few seconds.
+* ``Hz wall``: messages per second of this computer's clock over the last five seconds.
 * ``Hz sim``: messages per second of simulation time, from the header stamps over the same
-  window (the sensor's own rate; equal to ``Hz wall`` when the simulation runs at real time).
-* ``age p50`` and ``age max``: the latest ``/clock`` at receipt minus the header stamp, in
-  milliseconds of simulation time. Every stamp is simulation time, so this is the latency a
-  ``use_sim_time`` client sees: how far the simulation has moved on when the data arrives. It
-  includes the simulator's own delay (a sweep is stamped at its end and sent when rendered),
-  the bridge and DDS. At real time it is also wall-clock latency; when the simulation is paused
-  it stays put. (The bridge's transport latency, receive time minus the simulator's publish
-  time, is in ``/diagnostics``.)
+  window (the sensor's own rate; equal to ``Hz wall`` when the simulation runs at real time,
+  below its nominal value when messages were lost).
+* ``age p50`` and ``age max``: the simulation time on ``/clock`` when the message arrived
+  minus its header stamp, in milliseconds. Every stamp is simulation time, so this is the
+  latency a ``use_sim_time`` client sees: how far the simulation had moved on when the data
+  arrived. It includes the simulator's own delay (a sweep is stamped at its end and sent when
+  rendered), the bridge and DDS, in steps of the clock (1/120 s); it is 0 when data and clock
+  arrive together and negative when the data overtook ``/clock``. It does not grow while the
+  simulation is paused.
+* ``dds p50`` and ``dds max``: the middleware's receive time minus its send time, in
+  milliseconds of this computer's clock: the last hop, bridge to client. (The bridge's own
+  transport time, simulator to bridge, is in ``/diagnostics``.)
+
+"Arrived" is the middleware's receive time of the message (rclpy passes it to two-argument
+callbacks), so the viewer's own queueing and drawing do not count; where rclpy does not pass
+it (Humble), it is the time of the callback and the ``dds`` columns stay empty.
 
 Every ``picture_period_s`` it draws, per namespace, the latest camera image with the LiDAR
 points of the nearest-stamped cloud projected into it (through ``/tf_static`` from the cloud
@@ -108,7 +116,7 @@ SESSION_TOPICS: tuple[tuple[str, type], ...] = (
     ('/diagnostics', DiagnosticArray),
 )
 SUMMARY_NAME = 'viewer_summary.json'
-# rclpy passes the middleware's message info to two-argument callbacks since Iron; Humble not.
+# Newer rclpy passes the message info to two-argument callbacks; Humble's does not.
 _WITH_MESSAGE_INFO = hasattr(Subscription, 'CallbackType')
 
 
@@ -138,7 +146,15 @@ class ClockHistory:
             del self._received[:cut], self._clock[:cut]
 
     def at(self, received_s: float) -> float | None:
-        """Return the latest /clock received at or before a wall-clock time, None before any."""
+        """
+        Return the latest /clock received at or before a wall-clock time.
+
+        None before the first /clock, and for times after the latest /clock taken so far: the
+        executor may not have taken every /clock that arrived by then (a busy viewer has a
+        backlog), and an older value would make the data look early.
+        """
+        if not self._received or received_s > self._received[-1]:
+            return None
         index = bisect.bisect_right(self._received, received_s)
         return self._clock[index - 1] if index else None
 
@@ -302,7 +318,7 @@ class DemoViewer(Node):
         # Deep queues for the small, fast topics: a picture being drawn holds the executor for
         # a moment, and a shallow queue would lose samples the bridge delivered.
         qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=500, reliability=reliability)
-        large_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5,
+        large_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=20,
                                reliability=reliability)
         static_qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=100,
                                 reliability=ReliabilityPolicy.RELIABLE,
@@ -343,7 +359,11 @@ class DemoViewer(Node):
                 # The middleware's send and receive times (system clock): the viewer's own
                 # queueing and drawing do not count in rates and ages.
                 received_ns = info.get('received_timestamp') or time.time_ns()
-                record(msg, received_ns * 1e-9, (info.get('source_timestamp') or 0) * 1e-9)
+                sent_ns = info.get('source_timestamp') or 0
+                # A transient-local sample may have been sent long before this reader joined.
+                if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+                    sent_ns = 0
+                record(msg, received_ns * 1e-9, sent_ns * 1e-9)
         else:
             def on_message(msg: Any) -> None:    # Humble: no message info in rclpy
                 record(msg, time.time(), None)
