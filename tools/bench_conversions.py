@@ -17,14 +17,14 @@ Measure each conversion of the sensor bridge: milliseconds per message.
 
 Frames are the Polaris's (a 1800 x 32 cloud of 0.9 MB, a 896 x 512 image of 1.4 MB, a 40-value
 INS epoch), built with the protocol encoders and decoded as the reader decodes them. Each
-conversion runs ``--repeat`` times; the figures are the median and the 90th percentile. With
-``--publish`` the node's hot path is measured too (convert + ``publish()`` in an rclpy Context
-with one subscriber in another context of this process), and ``--slow`` adds the ways the
-lessons warn about (``array('B', memoryview)``, a per-point ``struct.pack_into`` loop) for
-comparison.
+conversion runs ``--repeat`` times; the figures are the median and the 90th percentile.
+``--publish`` adds convert + ``publish()`` with one subscriber (in another context of this
+process); ``--node`` the node's whole handling of each frame type (convert and publish every
+message of the frame, no subscriber) and what one simulated second costs; ``--slow`` the ways
+the lessons warn about (``array('B', memoryview)``, a per-point ``struct.pack_into`` loop).
 
     .venv/bin/python tools/bench_conversions.py
-    .venv/bin/python tools/bench_conversions.py --repeat 500 --publish --slow
+    .venv/bin/python tools/bench_conversions.py --repeat 500 --publish --node --slow
 """
 
 import argparse
@@ -191,11 +191,39 @@ def publishing(sample: dict[str, Any], repeat: int) -> list[tuple[str, float, fl
     return results
 
 
+def node_handlers(sample: dict[str, Any], repeat: int) -> list[tuple[str, float, float]]:
+    """Measure the bridge's whole handling of each frame type: convert and publish, no reader."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    results = []
+    try:
+        node = SensorBridgeNode(context=context, autostart=False, parameter_overrides=[
+            Parameter('publish_tf', value='ins'), Parameter('frame_prefix', value='polaris')])
+        handle = node.bridge._handle_frame
+        handle(frames.HelloFrame(frames.FrameHeader(1, 0, 0, 0, 0.0, 0.0), sample['hello']))
+        for kind in ('clock', 'ins', 'lidar', 'camera'):
+            median, p90 = measure(lambda: handle(sample[kind]), repeat)
+            results.append((kind, median, p90))
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[1])
     parser.add_argument('--repeat', type=int, default=200, help='calls of each conversion')
     parser.add_argument('--publish', action='store_true',
                         help='also measure convert + publish with a subscriber')
+    parser.add_argument('--node', action='store_true',
+                        help="also measure the node's handling of each frame (convert + "
+                             'publish of every message of the frame, no subscriber)')
     parser.add_argument('--slow', action='store_true',
                         help='also measure the slow ways, for comparison (a few calls)')
     args = parser.parse_args()
@@ -207,6 +235,16 @@ def main() -> None:
     if args.publish:
         for name, median, p90 in publishing(sample, args.repeat):
             print(f'{name:54s} {"":9s} {median:10.4f} {p90:8.4f}')
+    if args.node:
+        per_second = {'clock': 120, 'ins': 100, 'lidar': 10, 'camera': 10}
+        total_ms = 0.0
+        for kind, median, p90 in node_handlers(sample, args.repeat):
+            total_ms += median * per_second[kind]
+            print(f'{"node: " + kind + " frame, all its messages":54s} {"":9s} {median:10.4f} '
+                  f'{p90:8.4f}')
+        print(f'node: one simulated second of the Polaris (120 clock, 100 INS, 10 LiDAR, 10 '
+              f'camera frames) costs {total_ms:.1f} ms of one core: at most '
+              f'{1000.0 / total_ms:.0f}x real time')
     if args.slow:
         for name, size, function in slow_ways(sample):
             median, p90 = measure(function, 3)
