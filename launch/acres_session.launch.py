@@ -13,8 +13,9 @@
 # limitations under the License.
 
 """
-Launch a whole ACRES session: the ``acres_bridge`` executable (the control channel and one
-sensor bridge per agent), and rviz2 when asked.
+Launch a whole ACRES session: the ``acres_bridge`` executable, and rviz2 when asked.
+
+The ``acres_bridge`` executable serves the control channel and runs one sensor bridge per agent.
 
     ros2 launch acres_bridge acres_session.launch.py
     ros2 launch acres_bridge acres_session.launch.py rviz:=true use_sim_time:=true

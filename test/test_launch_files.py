@@ -27,6 +27,7 @@ from collections.abc import Iterator
 import glob
 import os
 from pathlib import Path
+import re
 import sys
 import types
 from typing import Any
@@ -339,3 +340,11 @@ def test_the_rviz_config_shows_the_cloud_image_tf_and_odometry_in_a_known_frame(
     assert manager['Global Options']['Fixed Frame'] in ('world', 'polaris/base_footprint')
     # The fixed frame world needs world -> polaris/base_footprint on /tf.
     assert _ros_parameters(ROOT / 'config' / 'polaris.yaml')['publish_tf'] in ('ins', 'truth')
+
+
+def test_the_demo_sets_only_parameters_its_nodes_declare() -> None:
+    source = (ROOT / 'tools' / 'demo.py').read_text()
+    names = set(re.findall(r"'-p', f?'(\w+):=", source))
+    assert {'port', 'sensor_ports', 'frame_prefix', 'publish_clock', 'publish_tf'} <= names
+    declared = _declared('acres_bridge') | _declared('sensor_bridge') | _declared('sim_control')
+    assert names <= declared, sorted(names - declared)

@@ -190,7 +190,7 @@ class TopicStats:
             self._recent.popleft()
 
     def row(self, now_s: float, clock: ClockHistory) -> dict[str, Any]:
-        """Return the figures of the table row (None where there is nothing to measure)."""
+        """Return the figures of this topic's line of the table (None: nothing measured)."""
         self._trim(now_s)
         received = sorted(item[0] for item in self._recent)
         rate_hz = None
@@ -400,7 +400,7 @@ class DemoViewer(Node):
     # -- the table -------------------------------------------------------------------------
 
     def rows(self, now_s: float | None = None) -> list[dict[str, Any]]:
-        """Return the table rows (the session's topics, then each agent's) as of a time."""
+        """Return the lines of the table as figures: the session's topics, then each agent's."""
         now_s = (self.stopped_at_s or time.time()) if now_s is None else now_s
         return [stats.row(now_s, self.clock) for stats in self.stats.values()]
 
