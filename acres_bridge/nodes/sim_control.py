@@ -29,25 +29,19 @@ completes; the executor never blocks on the socket. The node runs in any executo
 from collections.abc import Awaitable
 from collections.abc import Callable
 import concurrent.futures
-import dataclasses
 import importlib
 import json
-import math
 import re
 import sys
 import threading
 import time
 from typing import Any
 
-from rcl_interfaces.msg import FloatingPointRange
-from rcl_interfaces.msg import IntegerRange
-from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
 from rclpy.action import GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor
 from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
@@ -86,13 +80,12 @@ from acres_bridge.conversions.control import spawnables_from_reply
 from acres_bridge.conversions.control import tags_match
 from acres_bridge.conversions.control import vehicle_shift_fields
 from acres_bridge.conversions.control import vehicle_shifts_response
+from acres_bridge.nodes.parameters import declare_sim_control_parameters
+from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import SimControlParameters
 from acres_bridge.protocol.control import ControlClient
-from acres_bridge.protocol.control import DEFAULT_PORT
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
-from acres_bridge.protocol.errors import TransportError
-from acres_bridge.protocol.transport import require_loopback
-from acres_bridge.protocol.transport import require_port
 
 DEFAULT_PHYSICS_HZ = 120
 # A step may take this many times its simulated duration on the wall clock before it times
@@ -120,57 +113,6 @@ _FEATURE_INTERFACES = {
 
 BarrierHook = Callable[[int], Awaitable[Any]]
 Reply = dict[str, Any]
-
-
-class ParameterError(ValueError):
-    """A parameter value the node cannot run with; the text is one line for stderr."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SimControlParameters:
-    """The parameters of sim_control (CONTRACT.md); ``address`` is the resolved host."""
-
-    host: str = '127.0.0.1'
-    address: str = '127.0.0.1'
-    port: int = DEFAULT_PORT
-    timeout_s: float = 10.0
-    reconnect_s: float = 1.0
-
-
-def _read_parameters(node: Node) -> SimControlParameters:
-    """
-    Declare and validate sim_control's parameters on a node.
-
-    :raises ParameterError: for a host that is not loopback, a port out of range, a time
-        that is not above 0, or a value of the wrong type.
-    """
-    defaults = SimControlParameters()
-    specs = (
-        ('host', defaults.host, ParameterDescriptor(
-            description='control channel host; loopback addresses only', read_only=True)),
-        ('port', defaults.port, ParameterDescriptor(
-            description='control channel TCP port', read_only=True,
-            integer_range=[IntegerRange(from_value=1, to_value=65535, step=1)])),
-        ('timeout_s', defaults.timeout_s, ParameterDescriptor(
-            description='reply time-out of a request, s; a step adds time per step',
-            read_only=True,
-            floating_point_range=[FloatingPointRange(from_value=0.001, to_value=1e6)])),
-        ('reconnect_s', defaults.reconnect_s, ParameterDescriptor(
-            description='wait before each reconnection attempt, s', read_only=True,
-            floating_point_range=[FloatingPointRange(from_value=0.001, to_value=3600.0)])),
-    )
-    try:
-        values = {name: node.declare_parameter(name, default, descriptor).value
-                  for name, default, descriptor in specs}
-        address = require_loopback(values['host'])
-        port = require_port(values['port'])
-    except (ParameterException, TransportError) as exc:
-        raise ParameterError(str(exc)) from exc
-    for name in ('timeout_s', 'reconnect_s'):
-        if not (math.isfinite(values[name]) and values[name] > 0):
-            raise ParameterError(f'{name} must be above 0, got {values[name]}')
-    return SimControlParameters(host=values['host'], address=address, port=port,
-                                timeout_s=values['timeout_s'], reconnect_s=values['reconnect_s'])
 
 
 class FutureWaiter:
@@ -233,7 +175,8 @@ class SimControlNode(Node):
                  barrier_hook: BarrierHook | None = None,
                  on_hello: Callable[[Reply], None] | None = None, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.parameters = parameters if parameters is not None else _read_parameters(self)
+        self.parameters = (parameters if parameters is not None
+                           else declare_sim_control_parameters(self))
         self.shape = detect_shape()
         self.barrier_hook = barrier_hook
         self._on_hello = on_hello

@@ -1,0 +1,69 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The sim_control executable: a bad parameter stops it, Ctrl-C ends it cleanly."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from simulation_interfaces.srv import GetSimulationState  # noqa: E402
+
+from acres_bridge.nodes.sim_control import main  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+
+def _sim_control(*ros_args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, '-m', 'acres_bridge.nodes.sim_control', '--ros-args', *ros_args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+
+
+@pytest.mark.parametrize('argument, text', [
+    ('host:=10.0.0.1', 'not a loopback address'),
+    ('port:=70000', 'port'),
+    ('timeout_s:=0.0', 'timeout_s'),
+])
+def test_a_bad_parameter_stops_the_node_with_one_line(argument, text, capsys):
+    assert main(['sim_control', '--ros-args', '-p', argument]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith('sim_control: ') and text in lines[0], lines
+
+
+def test_the_executable_serves_the_emulator_and_ends_on_sigint(emulator_factory, ros_context):
+    emulator = emulator_factory(lockstep=True, drive='hold')
+    process = _sim_control('-p', f'port:={emulator.control_port}')
+    node = rclpy.create_node('sim_control_main_test', context=ros_context)
+    try:
+        client = node.create_client(GetSimulationState, 'get_simulation_state')
+        assert client.wait_for_service(timeout_sec=30.0)
+        future = client.call_async(GetSimulationState.Request())
+        executor = rclpy.executors.SingleThreadedExecutor(context=ros_context)
+        executor.add_node(node)
+        executor.spin_until_future_complete(future, timeout_sec=15.0)
+        assert future.result().state.state == 2
+        assert {'op': 'get_state'} in [
+            {key: value for key, value in request.items() if key != 'id'}
+            for request in emulator.requests]
+    finally:
+        node.destroy_node()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
