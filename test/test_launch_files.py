@@ -19,7 +19,8 @@ Without importing ``launch`` (not installable here): the launch files are read a
 syntax trees. Every executable they start is a console script of setup.py, every parameter they
 set and every value of the parameter files is one parameters.py declares for that executable
 (and valid), every file they refer to is in the tree and installed by setup.py's data_files, and
-every topic the rviz configuration shows is a topic of the contract.
+every topic the rviz configuration shows is a topic of the contract. Then each launch file
+runs against stand-ins of ``launch`` and ``launch_ros`` to check what its arguments make.
 """
 
 import ast
@@ -348,3 +349,193 @@ def test_the_demo_sets_only_parameters_its_nodes_declare() -> None:
     assert {'port', 'sensor_ports', 'frame_prefix', 'publish_clock', 'publish_tf'} <= names
     declared = _declared('acres_bridge') | _declared('sensor_bridge') | _declared('sim_control')
     assert names <= declared, sorted(names - declared)
+
+
+# --- the launch files run against stand-ins of launch and launch_ros -----------------------------
+#
+# The syntax checks above cannot see what the launch logic computes from the arguments. These
+# tests run generate_launch_description() and its OpaqueFunction with small stand-ins that
+# record what they are given (FindPackageShare answers this source tree), then check the node
+# each launch would start with the parameters a node would read.
+
+
+class _Recorded:
+    """A stand-in action or substitution: remembers its arguments."""
+
+    def __init__(self, *args: Any, **keywords: Any) -> None:
+        self.args = args
+        self.keywords = keywords
+
+
+class _Context:
+    def __init__(self, configurations: dict[str, str]) -> None:
+        self.launch_configurations = configurations
+
+
+def _perform(value: Any, context: _Context) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return ''.join(_perform(item, context) for item in value)
+    return value.perform(context)
+
+
+class _LaunchConfiguration(_Recorded):
+    def perform(self, context: _Context) -> str:
+        return _perform(context.launch_configurations[self.args[0]], context)
+
+
+class _PathJoinSubstitution(_Recorded):
+    def perform(self, context: _Context) -> str:
+        return os.path.join(*(_perform(part, context) for part in self.args[0]))
+
+
+class _FindPackageShare(_Recorded):
+    def perform(self, context: _Context) -> str:
+        assert self.args[0] == PACKAGE
+        return str(ROOT)
+
+
+class _ExecutableInPackage(_Recorded):
+    def perform(self, context: _Context) -> str:
+        return f'<{self.args[1]}/{self.args[0]}>'
+
+
+def _stand_ins() -> dict[str, types.ModuleType]:
+    names = {
+        'launch': {'LaunchContext': _Context, 'LaunchDescription': _Recorded},
+        'launch.actions': {name: type(name, (_Recorded,), {}) for name in (
+            'DeclareLaunchArgument', 'OpaqueFunction', 'SetEnvironmentVariable',
+            'ExecuteProcess', 'IncludeLaunchDescription')},
+        'launch.substitutions': {'LaunchConfiguration': _LaunchConfiguration,
+                                 'PathJoinSubstitution': _PathJoinSubstitution},
+        'launch.launch_description_sources': {
+            'PythonLaunchDescriptionSource': type('PythonLaunchDescriptionSource',
+                                                  (_Recorded,), {})},
+        'launch_ros': {},
+        'launch_ros.actions': {'Node': type('Node', (_Recorded,), {})},
+        'launch_ros.substitutions': {'FindPackageShare': _FindPackageShare,
+                                     'ExecutableInPackage': _ExecutableInPackage},
+    }
+    modules = {}
+    for name, attributes in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        modules[name] = module
+    return modules
+
+
+def _run_launch(name: str, arguments: dict[str, str],
+                monkeypatch: pytest.MonkeyPatch) -> list[_Recorded]:
+    """Return the actions a launch file's OpaqueFunction makes for the given arguments."""
+    for module_name, module in _stand_ins().items():
+        monkeypatch.setitem(sys.modules, module_name, module)
+    namespace: dict[str, Any] = {'__name__': name}
+    path = ROOT / 'launch' / name
+    exec(compile(path.read_text(), str(path), 'exec'), namespace)
+    description = namespace['generate_launch_description']()
+    entities = description.args[0]
+    configurations = {}
+    for entity in entities:
+        if type(entity).__name__ == 'DeclareLaunchArgument':
+            configurations[entity.args[0]] = entity.keywords['default_value']
+    unknown = set(arguments) - set(configurations)
+    assert not unknown, f'{name} does not declare {sorted(unknown)}'
+    configurations.update(arguments)
+    opaque = [entity for entity in entities if type(entity).__name__ == 'OpaqueFunction']
+    assert len(opaque) == 1
+    return opaque[0].keywords['function'](_Context(configurations))
+
+
+def _node_settings(node: _Recorded) -> dict[str, Any]:
+    """Return the parameters a node started by this action would read (file, then dicts)."""
+    values: dict[str, Any] = {}
+    for item in node.keywords['parameters']:
+        if isinstance(item, str):
+            values.update(_ros_parameters(Path(item)))
+        else:
+            values.update(item)
+    return values
+
+
+def _of_type(actions: list[_Recorded], name: str) -> list[_Recorded]:
+    return [action for action in actions if type(action).__name__ == name]
+
+
+def test_sensor_bridge_launch_defaults_to_the_polaris_file(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    [node] = _run_launch('sensor_bridge.launch.py', {}, monkeypatch)
+    assert (node.keywords['executable'], node.keywords['namespace']) == (
+        'sensor_bridge', 'polaris')
+    settings = _node_settings(node)
+    assert settings['use_sim_time'] is False
+    parameters = _parameters_module()
+    bridge = parameters.sensor_bridge_parameters_from_values(
+        {key: value for key, value in settings.items() if key not in BUILTIN_PARAMETERS})
+    assert (bridge.port, bridge.publish_clock) == (5601, True)
+
+
+def test_sensor_bridge_launch_arguments_override_the_file_with_typed_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    [node] = _run_launch('sensor_bridge.launch.py', {
+        'namespace': 'maxxum', 'port': '5611', 'publish_tf': 'truth', 'use_sim_time': 'true'},
+        monkeypatch)
+    settings = _node_settings(node)
+    assert node.keywords['parameters'][0] == str(ROOT / 'config' / 'maxxum.yaml')
+    assert (settings['port'], settings['publish_tf'], settings['publish_clock']) == (
+        5611, 'truth', False)
+    assert settings['use_sim_time'] is True
+    assert node.keywords['namespace'] == 'maxxum'
+
+
+def test_session_launch_starts_acres_bridge_only_by_default(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    actions = _run_launch('acres_session.launch.py', {}, monkeypatch)
+    [node] = _of_type(actions, 'Node')
+    assert node.keywords['executable'] == 'acres_bridge'
+    assert not _of_type(actions, 'SetEnvironmentVariable')
+    settings = _node_settings(node)
+    parameters = _parameters_module()
+    session = parameters.bridge_parameters_from_values(
+        {key: value for key, value in settings.items() if key not in BUILTIN_PARAMETERS})
+    assert (session.port, session.sensor_ports, session.publish_tf) == (5600, (), 'ins')
+
+
+def test_session_launch_ports_profile_and_rviz(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('ROS_DISTRO', 'humble')
+    profile = str(ROOT / 'config' / 'fastdds_large_data.xml')
+    actions = _run_launch('acres_session.launch.py', {
+        'port': '5700', 'sensor_ports': '5701, 5702', 'dds_profile': profile,
+        'rviz': 'true', 'use_sim_time': 'true'}, monkeypatch)
+    bridge, rviz = _of_type(actions, 'Node')
+    settings = _node_settings(bridge)
+    assert (settings['port'], settings['sensor_ports']) == (5700, [5701, 5702])
+    environment = {action.args[0]: action.args[1]
+                   for action in _of_type(actions, 'SetEnvironmentVariable')}
+    assert environment['FASTDDS_DEFAULT_PROFILES_FILE'] == profile
+    assert environment['FASTRTPS_DEFAULT_PROFILES_FILE'] == profile     # Fast DDS 2 reads it
+    assert actions.index(_of_type(actions, 'SetEnvironmentVariable')[0]) < actions.index(bridge)
+    assert rviz.keywords['arguments'] == ['-d', str(ROOT / 'config' / 'acres.rviz')]
+    assert rviz.keywords['parameters'] == [{'use_sim_time': True}]
+
+
+def test_emulator_launch_starts_the_emulator_and_includes_the_session(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from acres_bridge.emulator import server
+    actions = _run_launch('emulator_session.launch.py', {
+        'vehicles': 'polaris,maxxum', 'lockstep': 'true', 'port': '5700',
+        'sensor_ports': '5701,5702', 'rviz': 'true'}, monkeypatch)
+    [emulator] = _of_type(actions, 'ExecuteProcess')
+    [include] = _of_type(actions, 'IncludeLaunchDescription')
+    command = [_perform(part, _Context({})) for part in emulator.keywords['cmd']]
+    assert command[0] == f'<{PACKAGE}/acres_sim_emulator>'
+    options = server._parser().parse_args(command[1:])
+    assert (options.control_port, options.sensor_ports, options.lockstep) == (
+        5700, [5701, 5702], True)
+    assert options.vehicles == 'polaris,maxxum'
+    passed = dict(include.keywords['launch_arguments'])
+    assert (passed['port'], passed['sensor_ports'], passed['rviz']) == ('5700', '5701,5702',
+                                                                        'true')
+    source = include.args[0]
+    assert _perform(source.args[0], _Context({})) == str(
+        ROOT / 'launch' / 'acres_session.launch.py')
