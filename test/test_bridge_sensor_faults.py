@@ -20,6 +20,7 @@ A lost connection is logged, retried every ``reconnect_s`` (0.1 s here) and visi
 into one line on stderr and exit code 2, and a Ctrl-C into a clean exit.
 """
 
+import logging
 import os
 import signal
 import subprocess
@@ -81,13 +82,15 @@ def _step(emulator, recorder, barriers: int) -> None:
     recorder.wait_counts({'step_barrier': barriers})
 
 
-def test_a_restarted_stream_brings_the_data_back(emulator_factory, graph, capfd):
+def test_a_restarted_stream_brings_the_data_back_with_the_new_layout(
+        emulator_factory, graph, capfd):
     first = emulator_factory(vehicles=('polaris',), lockstep=True)
     port = first.sensor_ports[0]
-    node, tap, recorder = graph(port)
+    node, tap, recorder = graph(port, point_fields='xyzirt')
     tap.wait(lambda tap: len(tap.of(HelloFrame)) == 1, what='the first Hello')
     wait_matched(node.bridge.publishers.values())
     _step(first, recorder, 1)
+    recorder.wait_for('/tf_static', lambda m: _lidar_mount(m) == (2.5, 0.0, 2.039))
     first.stop()
     wait_until(lambda: not node.bridge.connected, what='the disconnection')
     down = recorder.wait_for('/diagnostics', lambda m: _status(m)[0] == m.status[0].ERROR)
@@ -95,12 +98,17 @@ def test_a_restarted_stream_brings_the_data_back(emulator_factory, graph, capfd)
     assert text.startswith('disconnected: ')
     assert values['connected'] == 'false'
 
-    second = emulator_factory(vehicles=('polaris',), lockstep=True, sensor_ports=(port,))
+    # The simulator comes back on the same port with another vehicle: a new Hello, new layout.
+    second = emulator_factory(vehicles=('maxxum',), lockstep=True, sensor_ports=(port,))
     assert second.sensor_ports == [port]
     tap.wait(lambda tap: len(tap.of(HelloFrame)) == 2, what='the Hello of the new connection')
     _step(second, recorder, 2)
-    recorder.wait_counts({'lidar/points': 2, 'camera/image_raw': 2})
+    recorder.wait_counts({'lidar/points': 2, 'camera/image_raw': 2, 'camera/camera_info': 2})
     assert [m.step for m in recorder.messages['step_barrier']] == [12, 12]
+    clouds = recorder.messages['lidar/points']
+    assert [(c.height, c.width, c.point_step) for c in clouds] == [(1800, 32, 24), (180, 8, 24)]
+    assert [i.width for i in recorder.messages['camera/camera_info']] == [896, 640]
+    assert recorder.wait_for('/tf_static', lambda m: _lidar_mount(m) == (2.05, 0.0, 3.15))
     stats = node.bridge.stats
     assert (stats['connections'], stats['reconnects'], stats['disconnects']) == (2, 1, 1)
     up = recorder.wait_for('/diagnostics', lambda m: _status(m)[2]['reconnects'] == '1'
@@ -109,6 +117,15 @@ def test_a_restarted_stream_brings_the_data_back(emulator_factory, graph, capfd)
     log = capfd.readouterr().err
     assert ('sensor stream sensor_bridge: disconnected: peer closed; reconnecting every 0.1 s'
             in log)
+    assert 'hello from agent maxxum (maxxum): lidar 180 x 8 at 10 Hz' in log
+
+
+def _lidar_mount(message) -> tuple[float, float, float] | None:
+    for transform in message.transforms:
+        if transform.child_frame_id == 'lidar':
+            translation = transform.transform.translation
+            return (translation.x, translation.y, translation.z)
+    return None
 
 
 def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, graph):
@@ -134,6 +151,8 @@ def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, g
         values = _status(report)[2]
         assert values['reconnects'] == '3'
         assert 'limit' in values['last_bad_frame']
+        # The same Hello on each new connection: /tf_static is not sent again.
+        assert recorder.count('/tf_static') == 1
 
 
 def test_a_refused_port_is_an_error_until_the_simulator_starts(emulator_factory, graph):
@@ -170,7 +189,12 @@ def test_a_bad_parameter_stops_the_node_with_one_line(ros_context):
 
 
 def test_main_returns_2_with_the_reason_for_a_bad_parameter(capsys):
-    code = sensor_bridge.main(['sensor_bridge', '--ros-args', '-p', 'publish_tf:=odom'])
+    protocol_log = logging.getLogger('acres_bridge.protocol')
+    level = protocol_log.level
+    try:
+        code = sensor_bridge.main(['sensor_bridge', '--ros-args', '-p', 'publish_tf:=odom'])
+    finally:
+        protocol_log.setLevel(level)    # main() sets the process's levels
     assert code == 2
     assert capsys.readouterr().err == (
         "sensor_bridge: parameter publish_tf: 'odom' is not one of none, ins, truth\n")
