@@ -274,7 +274,8 @@ def test_the_demo_runs_headless_stops_on_ctrl_c_and_draws_non_trivial_pictures(
 
     summary = json.loads((out / 'viewer_summary.json').read_text())
     assert summary['topics']['/clock']['msgs'] > 0
-    assert 'polaris/camera_optical_frame' in summary['tf_static_frames']
+    # The frame names depend on the bridge (prefixed by agent, or not for a one-agent session).
+    assert any(frame.endswith('camera_optical_frame') for frame in summary['tf_static_frames'])
     overlay = summary['pictures']['polaris']['overlay']
     birds_eye = summary['pictures']['polaris']['birds_eye']
     # A forward camera sees a good part of a 360-degree scan: much of it must land inside.
