@@ -50,7 +50,7 @@ OPTICAL_ROTATION_XYZW = (-0.5, 0.5, -0.5, 0.5)
 
 
 def prefixed(frame_prefix: str, name: str) -> str:
-    """Return a frame id with a prefix: ``prefixed('polaris', 'lidar') == 'polaris/lidar'``."""
+    """Return a frame id with a prefix and a slash: ``polaris`` + ``lidar`` = ``polaris/lidar``."""
     prefix = frame_prefix.strip('/')
     return f'{prefix}/{name}' if prefix else name
 

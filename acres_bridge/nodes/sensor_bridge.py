@@ -344,7 +344,7 @@ class SensorBridge:
 
     @property
     def client(self) -> SensorStreamClient:
-        """The stream client (its ``stats``, ``hello``, ``connected``)."""
+        """The stream's SensorStreamClient, with its ``stats``, ``hello`` and ``connected``."""
         return self._client
 
     @property
