@@ -36,10 +36,17 @@ from PIL import Image as PilImage
 import psutil
 import pytest
 
+from rclpy.serialization import serialize_message
+
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
+from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
+from std_msgs.msg import Header
+from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.demo.pictures import apply_transform
@@ -49,6 +56,8 @@ from acres_bridge.demo.pictures import cloud_xyz
 from acres_bridge.demo.pictures import image_rgb
 from acres_bridge.demo.pictures import project_points
 from acres_bridge.demo.pictures import StaticTransforms
+from acres_bridge.demo.viewer import cdr_stamp_s
+from acres_bridge.demo.viewer import cdr_uint32
 from acres_bridge.demo.viewer import ClockHistory
 from acres_bridge.demo.viewer import Display
 from acres_bridge.demo.viewer import format_table
@@ -206,6 +215,18 @@ def test_topic_stats_rates_and_ages_against_the_clock_history() -> None:
     assert row['dds_p50_ms'] == pytest.approx(1.0, abs=1e-6)
     assert ClockHistory().at(1.0) is None and clock.at(99.0) is None
     assert clock.at(100.0 + 1.7) is None
+
+
+def test_stamps_are_read_from_serialised_messages() -> None:
+    stamp = Time(sec=12, nanosec=250_000_000)
+    clock = serialize_message(Clock(clock=stamp))
+    imu = serialize_message(Imu(header=Header(stamp=stamp, frame_id='polaris/base_footprint')))
+    transforms = serialize_message(TFMessage(transforms=[
+        TransformStamped(header=Header(stamp=stamp, frame_id='world'))]))
+    assert cdr_stamp_s(clock) == cdr_stamp_s(imu) == 12.25
+    assert cdr_uint32(transforms) == 1 and cdr_stamp_s(transforms, offset=4) == 12.25
+    assert cdr_uint32(serialize_message(TFMessage())) == 0
+    assert cdr_stamp_s(clock[:8]) is None
 
 
 def test_display_redraws_in_place_on_a_terminal_and_appends_otherwise() -> None:

@@ -62,6 +62,7 @@ import math
 import os
 from pathlib import Path
 import signal
+import struct
 import sys
 import time
 from typing import Any
@@ -76,6 +77,7 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.task import Future
@@ -120,8 +122,27 @@ SUMMARY_NAME = 'viewer_summary.json'
 _WITH_MESSAGE_INFO = hasattr(Subscription, 'CallbackType')
 
 
-def _stamp_s(stamp: Any) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
+_CDR_STAMP = {0: struct.Struct('>iI'), 1: struct.Struct('<iI')}
+_CDR_UINT32 = {0: struct.Struct('>I'), 1: struct.Struct('<I')}
+
+
+def cdr_stamp_s(raw: bytes, *, offset: int = 0) -> float | None:
+    """
+    Return the leading builtin_interfaces/Time of a CDR-serialised message, in seconds.
+
+    ``offset`` counts from the end of the 4-byte encapsulation header; a message whose first
+    field is a std_msgs/Header (or a Time, like rosgraph_msgs/Clock) has its stamp at 0.
+    None for bytes too short to hold it.
+    """
+    if len(raw) < 12 + offset:
+        return None
+    sec, nanosec = _CDR_STAMP[raw[1] & 1].unpack_from(raw, 4 + offset)
+    return sec + nanosec * 1e-9
+
+
+def cdr_uint32(raw: bytes, *, offset: int = 0) -> int:
+    """Return a uint32 of a CDR-serialised message (offset after the encapsulation header)."""
+    return _CDR_UINT32[raw[1] & 1].unpack_from(raw, 4 + offset)[0] if len(raw) >= 8 else 0
 
 
 class ClockHistory:
@@ -272,13 +293,13 @@ class Display:
 
 
 class _Agent:
-    """The latest messages of one namespace, for pictures."""
+    """The latest messages of one namespace, serialised, for pictures: (stamp, bytes)."""
 
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
-        self.clouds: deque[PointCloud2] = deque(maxlen=8)
-        self.image: Image | None = None
-        self.info: CameraInfo | None = None
+        self.clouds: deque[tuple[float, bytes]] = deque(maxlen=8)
+        self.image: tuple[float, bytes] | None = None
+        self.info: tuple[float, bytes] | None = None
         self.drawn_image_stamp_s: float | None = None
         self.pictures: dict[str, Any] = {}
 
@@ -346,13 +367,21 @@ class DemoViewer(Node):
         return stats
 
     def _subscribe(self, msg_type: type, topic: str,
-                   handler: Callable[[Any], float | None], stats: TopicStats,
+                   handler: Callable[[Any, float], float | None], stats: TopicStats,
                    qos: QoSProfile, large_qos: QoSProfile) -> None:
-        """Subscribe with a callback that counts each message at its DDS receive time."""
+        """
+        Subscribe with a callback that counts each message at its middleware receive time.
+
+        Messages arrive serialised (``raw``): the stamp is read from the CDR bytes and only the
+        messages drawn are deserialised, which keeps a Python viewer up with two agents'
+        thousand-odd messages per second. ``/tf_static`` is deserialised (its transforms).
+        """
+        raw = topic != '/tf_static'
+        large = msg_type in (PointCloud2, Image)
+
         def record(msg: Any, received_s: float, sent_s: float | None) -> None:
             stamp_s = handler(msg, received_s)
-            size = len(msg.data) if msg_type in (PointCloud2, Image) else 0
-            stats.record(received_s, stamp_s, size, sent_s)
+            stats.record(received_s, stamp_s, len(msg) if large else 0, sent_s)
 
         if _WITH_MESSAGE_INFO:
             def on_message(msg: Any, info: dict[str, Any]) -> None:
@@ -367,34 +396,39 @@ class DemoViewer(Node):
         else:
             def on_message(msg: Any) -> None:    # Humble: no message info in rclpy
                 record(msg, time.time(), None)
-        self.create_subscription(msg_type, topic, on_message,
-                                 large_qos if msg_type in (PointCloud2, Image) else qos)
+        self.create_subscription(msg_type, topic, on_message, large_qos if large else qos,
+                                 raw=raw)
 
     # -- callbacks: cheap, on the executor; each returns the stamp to count ------------------
 
-    def _on_clock(self, msg: Clock, received_s: float) -> float:
-        clock_s = _stamp_s(msg.clock)
-        self.clock.add(received_s, clock_s)
+    def _on_clock(self, raw: bytes, received_s: float) -> float | None:
+        clock_s = cdr_stamp_s(raw)
+        if clock_s is not None:
+            self.clock.add(received_s, clock_s)
         return clock_s
 
     def _on_tf_static(self, msg: TFMessage, received_s: float) -> None:
         self.static.add(msg.transforms)
 
-    def _on_tf(self, msg: TFMessage, received_s: float) -> float | None:
-        return _stamp_s(msg.transforms[0].header.stamp) if msg.transforms else None
+    def _on_tf(self, raw: bytes, received_s: float) -> float | None:
+        # TFMessage: a sequence length, then the first transform's header.
+        return cdr_stamp_s(raw, offset=4) if cdr_uint32(raw) else None
 
-    def _on_diagnostics(self, msg: DiagnosticArray, received_s: float) -> float:
-        return _stamp_s(msg.header.stamp)
+    def _on_diagnostics(self, raw: bytes, received_s: float) -> float | None:
+        return cdr_stamp_s(raw)
 
-    def _make_handler(self, agent: _Agent, relative: str) -> Callable[[Any, float], float]:
-        def on_message(msg: Any, received_s: float) -> float:
+    def _make_handler(self, agent: _Agent, relative: str) -> Callable[[bytes, float], float]:
+        def on_message(raw: bytes, received_s: float) -> float | None:
+            stamp_s = cdr_stamp_s(raw)
+            if stamp_s is None:
+                return None
             if relative == 'lidar/points':
-                agent.clouds.append(msg)
+                agent.clouds.append((stamp_s, raw))
             elif relative == 'camera/image_raw':
-                agent.image = msg
+                agent.image = (stamp_s, raw)
             elif relative == 'camera/camera_info':
-                agent.info = msg
-            return _stamp_s(msg.header.stamp)
+                agent.info = (stamp_s, raw)
+            return stamp_s
         return on_message
 
     # -- the table -------------------------------------------------------------------------
@@ -465,14 +499,16 @@ class DemoViewer(Node):
         # The first agent's pictures have the plain names the README promises.
         first = agent is next(iter(self.agents.values()))
         prefix = '' if first else f'{agent.namespace}_'
-        image, info = agent.image, agent.info
-        if image is not None:
-            image_stamp_s = _stamp_s(image.header.stamp)
-            cloud = min(agent.clouds,
-                        key=lambda msg: abs(_stamp_s(msg.header.stamp) - image_stamp_s))
+        image = info = None
+        if agent.image is not None:
+            image_stamp_s = agent.image[0]
+            cloud_stamp_s, cloud = min(agent.clouds,
+                                       key=lambda item: abs(item[0] - image_stamp_s))
+            image = deserialize_message(agent.image[1], Image)
+            info = deserialize_message(agent.info[1], CameraInfo) if agent.info else None
         else:
-            cloud = agent.clouds[-1]
-        cloud_stamp_s = _stamp_s(cloud.header.stamp)
+            cloud_stamp_s, cloud = agent.clouds[-1]
+        cloud = deserialize_message(cloud, PointCloud2)
         points = cloud_xyz(cloud)
         root = self.static.root(cloud.header.frame_id)
         to_root = self.static.lookup(root, cloud.header.frame_id)
