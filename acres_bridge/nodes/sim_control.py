@@ -31,6 +31,7 @@ from collections.abc import Callable
 import concurrent.futures
 import importlib
 import json
+import logging
 import re
 import sys
 import threading
@@ -363,6 +364,7 @@ class SimControlNode(Node):
                 if skipped:
                     text += (f' ({skipped} line{"s" if skipped > 1 else ""} that '
                              f'{"were" if skipped > 1 else "was"} not JSON came meanwhile)')
+                self.get_logger().warning(text, throttle_duration_sec=5.0)
             response.result = failed_result(text)
             return None
         response.result = result_from_reply(reply)
@@ -570,6 +572,8 @@ def _interface(package: str, kind: str, name: str) -> Any:
 
 def main(args: list[str] | None = None) -> int:
     """Run sim_control until Ctrl-C or shutdown; 2 for a bad parameter."""
+    # The node reports connections and time-outs through its own log already.
+    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
     rclpy.init(args=args)
     node = None
     try:
