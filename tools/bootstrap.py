@@ -45,6 +45,7 @@ import time
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / 'tools' / 'requirements.txt'
+ROS_REQUIREMENTS = ROOT / 'tools' / 'requirements-ros.txt'
 CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'acres_bridge'
 WHEEL_PYTHON = re.compile(rb'/opt/python/cp3\d+-cp3\d+')
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
@@ -139,9 +140,11 @@ class Prefix:
             env=self.plain_env())
 
     def ensure_requirements(self) -> str:
-        key = digest(REQUIREMENTS, self.python_version())
+        """Install the requirements; return the key of the ROS part, which builds depend on."""
+        key = digest(REQUIREMENTS, ROS_REQUIREMENTS, self.python_version())
+        ros_key = digest(ROS_REQUIREMENTS, self.python_version())
         if self.stamp_matches('requirements', key):
-            return key
+            return ros_key
         log(f'installing {REQUIREMENTS.relative_to(ROOT)} (ROS 2 Kilted wheels, numpy, tools)')
         self.stamps.mkdir(parents=True, exist_ok=True)
         run('requirements', [str(self.python), '-m', 'pip', 'install', '-q',
@@ -149,7 +152,7 @@ class Prefix:
             env=self.plain_env(), log_path=self.stamps / 'pip.log')
         self.rewrite_wheel_cmake_paths()
         self.write_stamp('requirements', key)
-        return key
+        return ros_key
 
     def rewrite_wheel_cmake_paths(self) -> None:
         """Point the wheels' CMake exports at this interpreter instead of their build machine's."""
