@@ -18,7 +18,7 @@ Fuzzing of the control channel: the client's reply handling and the emulator's r
 The CI budget is fixed and derandomized (``ACRES_FUZZ_EXAMPLES`` unset: 300 examples per
 test); a longer, random run::
 
-    ACRES_FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest -q test/test_fuzz_control.py
+    ACRES_FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest -q --timeout=0 test/test_fuzz_control.py
 
 Client: a server on 127.0.0.1 sends arbitrary lines (JSON of any shape, replies with ids of
 any type, events, progress for no request, bytes that are not UTF-8, nesting deeper than the
