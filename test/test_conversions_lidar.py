@@ -19,9 +19,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from sensor_msgs.msg import PointField
 from sensor_frames import lidar_frame
 from sensor_frames import lidar_points
+from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
 
 from acres_bridge.conversions.clock import make_header

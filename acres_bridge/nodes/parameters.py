@@ -119,8 +119,8 @@ CONTROL_PORT = ParameterSpec(
     integer_range=PORT_RANGE)
 SENSOR_PORTS = ParameterSpec(
     'sensor_ports', None, _T.INTEGER_ARRAY,
-    'One sensor stream port per agent; empty: each agent\'s sensor_stream port from the hello '
-    'reply of the control channel.', integer_range=PORT_RANGE)
+    'One sensor stream port per agent; empty: the sensor_stream port of each agent from the '
+    'hello reply of the control channel.', integer_range=PORT_RANGE)
 FRAME_PREFIX = ParameterSpec(
     'frame_prefix', '', _T.STRING,
     'Prepended with a slash to every frame id of the agent (polaris -> polaris/base_footprint); '
