@@ -1,0 +1,864 @@
+#!/usr/bin/env python3
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Measure the sensor bridge against the DDS floor: delivery, latency, CPU and memory.
+
+For each DDS configuration (``default`` transports, ``xml``: config/fastdds_large_data.xml) and
+each real-time factor, two runs share one measuring subscriber:
+
+``bridge``
+    the emulator (Polaris, lockstep until the subscriber has matched, then playing at the
+    factor) in its own process, the ``sensor_bridge`` executable in its own process, and the
+    subscriber in a third.
+``floor``
+    a plain rclpy publisher process that publishes ready-made messages of the same sizes on the
+    same topics at the same rates with the same QoS, measured by the same subscriber.
+
+The subscriber takes every topic with ``raw=True`` (serialised messages, so its own
+deserialisation does not count) and reads the header stamp out of the CDR bytes. The emulator
+process records, for every frame it queues, the frame's stamp and publish time (the
+CLOCK_MONOTONIC time that goes into the TSS1 header); the floor records the time just before
+it publishes. Latency is receive time minus that publish time; delivery is the stamps received
+against the frames sent (one message per frame and topic; CameraInfo with each image, four
+messages per INS frame).
+
+    .venv/bin/python tools/benchmark.py --seconds 5 --rates 1 --configs default   # a try
+    .venv/bin/python tools/benchmark.py                    # the full run: 60 s, 1 5 10 20
+    .venv/bin/python tools/benchmark.py --help
+
+Results: docs/benchmarks.json, docs/benchmarks.md (a table), docs/benchmarks.png (latency and
+loss against the real-time factor) unless ``--output-dir`` says otherwise.
+"""
+
+import argparse
+from collections.abc import Sequence
+import json
+import math
+import os
+import platform
+import queue
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+XML_PROFILE = os.path.join(ROOT, 'config', 'fastdds_large_data.xml')
+NAMESPACE = '/polaris'
+PHYSICS_HZ = 120
+DEFAULT_RATES = (1.0, 5.0, 10.0, 20.0)
+DEFAULT_CONFIGS = ('default', 'xml')
+DEFAULT_DOMAIN_ID = 42
+START_TIMEOUT_S = 60.0
+SUBSCRIBER_DEPTH = 1000
+SUBSCRIBER_LARGE_DEPTH = 100
+QUIET_S = 1.5
+DRAIN_TIMEOUT_S = 30.0
+
+# frame type (TSS1) -> the topics the bridge publishes for each frame of it
+FRAME_TOPICS = {
+    2: ('/clock',),
+    3: ('ins/fix', 'ins/imu', 'ins/odometry', 'ground_truth/odometry'),
+    4: ('lidar/points',),
+    5: ('camera/image_raw', 'camera/camera_info'),
+}
+TOPIC_FRAME = {topic: frame_type for frame_type, topics in FRAME_TOPICS.items()
+               for topic in topics}
+TOPICS = tuple(TOPIC_FRAME)
+LARGE_TOPICS = frozenset(('lidar/points', 'camera/image_raw'))
+# the groups of the latency targets (added latency p50 in ms over the floor at 1x)
+TARGET_ADDED_P50_MS = {'lidar/points': 1.0, 'camera/image_raw': 1.0, '/clock': 0.3,
+                       'ins/imu': 0.3}
+TARGET_CPU_FRACTION_1X = 0.10
+TARGET_RSS_MB = 250.0
+_STAMP = struct.Struct('<iI')   # builtin_interfaces/Time after the 4-byte CDR encapsulation
+
+
+def stamp_key(stamp_s: float) -> int:
+    """Return the key of a stamp: microseconds, robust to the float-to-nanosecond rounding."""
+    return round(stamp_s * 1e6)
+
+
+def cdr_stamp_key(data: bytes) -> int:
+    """Return the key of the first Time in a serialised message (Header.stamp, Clock.clock)."""
+    sec, nanosec = _STAMP.unpack_from(data, 4)
+    return sec * 1_000_000 + round(nanosec / 1000)
+
+
+def full_topic(topic: str) -> str:
+    return topic if topic.startswith('/') else f'{NAMESPACE}/{topic}'
+
+
+def _qos(depth: int) -> Any:
+    from rclpy.qos import HistoryPolicy
+    from rclpy.qos import QoSProfile
+    from rclpy.qos import ReliabilityPolicy
+    return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+def _message_types() -> dict[str, type]:
+    from nav_msgs.msg import Odometry
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import CameraInfo
+    from sensor_msgs.msg import Image
+    from sensor_msgs.msg import Imu
+    from sensor_msgs.msg import NavSatFix
+    from sensor_msgs.msg import PointCloud2
+    return {'/clock': Clock, 'ins/fix': NavSatFix, 'ins/imu': Imu, 'ins/odometry': Odometry,
+            'ground_truth/odometry': Odometry, 'lidar/points': PointCloud2,
+            'camera/image_raw': Image, 'camera/camera_info': CameraInfo}
+
+
+class _Commands:
+    """Read command lines from stdin on a thread (the harness drives its children this way)."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, name='stdin', daemon=True).start()
+
+    def _read(self) -> None:
+        for line in sys.stdin:
+            self.lines.put(line.strip())
+        self.lines.put('stop')
+
+    def get(self, timeout_s: float | None = None) -> str | None:
+        try:
+            return self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+# --- child: the emulator --------------------------------------------------------------------
+
+
+def role_emulator(args: argparse.Namespace) -> int:
+    """Run the emulator in lockstep; record (type, stamp key, publish time) per queued frame."""
+    from acres_bridge.emulator import streams
+    from acres_bridge.emulator.server import Emulator
+    records: list[tuple[int, int, float]] = []
+    original = streams.encode_header
+
+    def recording_encode_header(frame_type: int, **fields: Any) -> bytes:
+        # Every queued frame's header is made here, with the publish time that goes on the wire.
+        records.append((int(frame_type), stamp_key(fields['stamp_s']), fields['publish_s']))
+        return original(frame_type, **fields)
+
+    streams.encode_header = recording_encode_header
+    emulator = Emulator(('polaris',), lockstep=True, rate=args.rate,
+                        render_every=args.render_every).start()
+    commands = _Commands()
+    _say(f'READY control={emulator.control_port} sensor={emulator.sensor_ports[0]}')
+    while commands.get() != 'stop':
+        pass
+    emulator.stop()
+    with open(args.record, 'w', encoding='utf-8') as stream:
+        json.dump(records, stream)
+    _say(f'DONE frames={len(records)}')
+    return 0
+
+
+# --- child: the floor publisher -------------------------------------------------------------
+
+
+def _floor_messages(columns: int, rings: int, width: int, height: int) -> dict[str, Any]:
+    """Build one ready-made message per topic, with payloads of the Polaris's sizes."""
+    from array import array
+    from sensor_msgs.msg import PointField
+    types = _message_types()
+    messages = {topic: cls() for topic, cls in types.items()}
+    cloud = messages['lidar/points']
+    cloud.header.frame_id = 'lidar'
+    cloud.height, cloud.width = columns, rings
+    cloud.fields = [PointField(name=name, offset=4 * index, datatype=PointField.FLOAT32, count=1)
+                    for index, name in enumerate(('x', 'y', 'z', 'intensity'))]
+    cloud.point_step, cloud.row_step = 16, 16 * rings
+    cloud.is_dense = False
+    points = array('B')
+    points.frombytes(bytes(16 * columns * rings))
+    cloud.data = points
+    image = messages['camera/image_raw']
+    image.header.frame_id = 'camera_optical'
+    image.width, image.height, image.encoding, image.step = width, height, 'bgr8', 3 * width
+    pixels = array('B')
+    pixels.frombytes(bytes(3 * width * height))
+    image.data = pixels
+    info = messages['camera/camera_info']
+    info.header.frame_id = 'camera_optical'
+    info.width, info.height, info.distortion_model = width, height, 'plumb_bob'
+    info.d = [0.0] * 5
+    return messages
+
+
+def _set_stamp(message: Any, topic: str, sec: int, nanosec: int) -> None:
+    stamp = message.clock if topic == '/clock' else message.header.stamp
+    stamp.sec = sec
+    stamp.nanosec = nanosec
+
+
+def _due(step: int, hz: int) -> bool:
+    """Whether a sensor at ``hz`` samples at physics step ``step`` (first step at/after n/hz)."""
+    return (step * hz) // PHYSICS_HZ > ((step - 1) * hz) // PHYSICS_HZ
+
+
+def role_floor(args: argparse.Namespace) -> int:
+    """Publish ready-made messages on the bridge's topics at the emulator's schedule."""
+    import rclpy
+    rclpy.init()
+    node = rclpy.create_node('floor_publisher', namespace=NAMESPACE)
+    types = _message_types()
+    publishers = {topic: node.create_publisher(
+        types[topic], topic, _qos(args.large_depth if topic in LARGE_TOPICS else args.depth))
+        for topic in TOPICS}
+    messages = _floor_messages(1800, 32, 896, 512)
+    commands = _Commands()
+    _say('READY')
+    records: list[tuple[int, int, float]] = []
+    if commands.get() == 'play':
+        steps_per_s = PHYSICS_HZ * args.rate
+        start = time.monotonic()
+        end = start + args.seconds
+        step = 0
+        while True:
+            now = time.monotonic()
+            if now >= end:
+                break
+            due = start + (step + 1) / steps_per_s
+            if now < due:
+                time.sleep(due - now)
+            step += 1
+            stamp_ns = step * 1_000_000_000 // PHYSICS_HZ
+            sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+            key = stamp_key(stamp_ns / 1e9)
+            frames = [2]
+            if _due(step, 100):
+                frames.append(3)
+            if _due(step, 10):
+                frames.extend((5, 4))
+            for frame_type in frames:
+                publish_s = time.monotonic()
+                for topic in FRAME_TOPICS[frame_type]:
+                    message = messages[topic]
+                    _set_stamp(message, topic, sec, nanosec)
+                    publishers[topic].publish(message)
+                records.append((frame_type, key, publish_s))
+        _say(f'PLAYED steps={step}')
+        while commands.get() != 'stop':
+            pass
+    with open(args.record, 'w', encoding='utf-8') as stream:
+        json.dump(records, stream)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    _say(f'DONE frames={len(records)}')
+    return 0
+
+
+# --- child: the measuring subscriber --------------------------------------------------------
+
+
+def role_subscriber(args: argparse.Namespace) -> int:
+    """
+    Subscribe raw to every topic; record (stamp key, DDS reception time, take time) per message.
+
+    A plain wait-set loop that takes every waiting message of a ready subscription: the rclpy
+    executors add tens of microseconds per message, which on a loaded machine made this
+    process the bottleneck (and the EventsExecutor of rclpy 9.1 delivered nothing to raw
+    subscriptions here). The reception time is the middleware's ``received_timestamp``
+    (system clock, mapped to CLOCK_MONOTONIC), so a busy subscriber does not add latency.
+    """
+    import rclpy
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    rclpy.init()
+    context = rclpy.get_default_context()
+    node = rclpy.create_node('benchmark_subscriber')
+    types = _message_types()
+    received: dict[str, list[tuple[int, float, float]]] = {topic: [] for topic in TOPICS}
+    subscriptions = {}
+    for topic in TOPICS:
+        depth = args.large_depth if topic in LARGE_TOPICS else args.depth
+        subscriptions[topic] = node.create_subscription(
+            types[topic], full_topic(topic), lambda data: None, _qos(depth), raw=True)
+    commands = _Commands()
+    stop = threading.Event()
+
+    def serve() -> None:
+        while True:
+            command = commands.get()
+            if command == 'matched':
+                missing = [topic for topic in TOPICS
+                           if node.count_publishers(full_topic(topic)) == 0]
+                _say('MATCHED' if not missing else f'MISSING {" ".join(missing)}')
+            elif command == 'count':
+                _say(f'COUNT {sum(len(log) for log in received.values())}')
+            elif command == 'stop':
+                break
+        stop.set()
+
+    _say('READY executor=wait-set')
+    threading.Thread(target=serve, name='commands', daemon=True).start()
+    entries = [(sub.handle, sub.msg_type, received[topic])
+               for topic, sub in subscriptions.items()]
+    monotonic_ns, time_ns = time.monotonic_ns, time.time_ns
+    offset_ns = time_ns() - monotonic_ns()
+    with context.handle:
+        for handle, _, _ in entries:
+            handle.__enter__()
+        wait_set = _rclpy.WaitSet(len(entries), 0, 0, 0, 0, 0, context.handle)
+        while not stop.is_set():
+            wait_set.clear_entities()
+            for handle, _, _ in entries:
+                wait_set.add_subscription(handle)
+            wait_set.wait(100_000_000)
+            ready = wait_set.get_ready_entities('subscription')
+            if not ready:
+                offset_ns = time_ns() - monotonic_ns()
+                continue
+            for handle, msg_type, log in entries:
+                if handle.pointer not in ready:
+                    continue
+                while True:
+                    taken = handle.take_message(msg_type, True)
+                    if taken is None:
+                        break
+                    data, info = taken
+                    take_s = monotonic_ns() / 1e9
+                    received_ns = info.get('received_timestamp', 0)
+                    dds_s = (received_ns - offset_ns) / 1e9 if received_ns else take_s
+                    log.append((cdr_stamp_key(data), dds_s, take_s))
+    with open(args.record, 'w', encoding='utf-8') as stream:
+        json.dump({'executor': 'wait-set', 'received': received}, stream)
+    _say('DONE')
+    os._exit(0)
+
+
+# --- the harness ----------------------------------------------------------------------------
+
+
+class Child:
+    """A child process of the harness, driven by stdin lines and answering on stdout lines."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str],
+                 log_dir: str) -> None:
+        self.name = name
+        self.lines: queue.Queue[str] = queue.Queue()
+        self._stderr = open(os.path.join(log_dir, f'{name}.log'), 'w', encoding='utf-8')
+        self.process = subprocess.Popen(
+            list(argv), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, text=True, bufsize=1)
+        threading.Thread(target=self._read, name=f'{name}-out', daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line.strip())
+
+    def send(self, line: str) -> None:
+        try:
+            self.process.stdin.write(line + '\n')
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def expect(self, prefix: str, timeout_s: float) -> str:
+        """Return the next line that starts with ``prefix``; RuntimeError after the time-out."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.process.poll() is not None and self.lines.empty():
+                raise RuntimeError(f'{self.name}: no {prefix!r} within {timeout_s} s '
+                                   f'(exit code {self.process.poll()}, see {self._stderr.name})')
+            try:
+                line = self.lines.get(timeout=min(remaining, 0.5))
+            except queue.Empty:
+                continue
+            if line.startswith(prefix):
+                return line
+
+    def ask(self, command: str, prefixes: tuple[str, ...], timeout_s: float = 10.0) -> str:
+        self.send(command)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if line.startswith(prefixes):
+                return line
+        raise RuntimeError(f'{self.name}: no answer to {command!r}')
+
+    def finish(self, timeout_s: float = 20.0) -> None:
+        """Ask the child to stop, and end it if it does not."""
+        self.send('stop')
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._stderr.close()
+
+
+def _bridge_argv(port: int) -> list[str]:
+    executable = shutil.which('sensor_bridge') or os.path.join(
+        os.path.dirname(sys.executable), 'sensor_bridge')
+    if os.path.exists(executable):
+        argv = [executable]
+    else:
+        argv = [sys.executable, '-c',
+                'import sys; from acres_bridge.nodes.sensor_bridge import main; sys.exit(main())']
+    return argv + ['--ros-args', '-r', f'__ns:={NAMESPACE}', '-p', f'port:={port}',
+                   '-p', 'host:=127.0.0.1']
+
+
+def dds_env(config: str, domain_id: int) -> dict[str, str]:
+    """Return the environment of every process of one run: a local-only graph of its own."""
+    env = dict(os.environ)
+    env.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_LOCALHOST_ONLY='1',
+               ROS_DOMAIN_ID=str(domain_id), RCUTILS_LOGGING_SEVERITY_THRESHOLD='WARN',
+               PYTHONUNBUFFERED='1')
+    env['PYTHONPATH'] = ROOT + os.pathsep + env.get('PYTHONPATH', '')
+    for name in ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
+                 'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTDDS_BUILTIN_TRANSPORTS'):
+        env.pop(name, None)
+    if config == 'xml':
+        env['FASTDDS_DEFAULT_PROFILES_FILE'] = XML_PROFILE
+        env['FASTRTPS_DEFAULT_PROFILES_FILE'] = XML_PROFILE
+        env['RMW_FASTRTPS_USE_QOS_FROM_XML'] = '1'
+    elif config != 'default':
+        raise ValueError(f'unknown DDS configuration {config!r}')
+    return env
+
+
+class _Sampler:
+    """Sample a process's resident memory and CPU time on a thread."""
+
+    def __init__(self, pid: int, period_s: float = 0.5) -> None:
+        import psutil
+        self.process = psutil.Process(pid)
+        self.period_s = period_s
+        self.samples: list[tuple[float, float, float]] = []   # (t, rss MB, cpu s)
+        self._stop = threading.Event()
+        self._start = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name='sampler', daemon=True)
+        self._thread.start()
+
+    def cpu_s(self) -> float:
+        times = self.process.cpu_times()
+        return times.user + times.system
+
+    def _run(self) -> None:
+        import psutil
+        while not self._stop.wait(self.period_s):
+            try:
+                rss = self.process.memory_info().rss / 1e6
+                self.samples.append((time.monotonic() - self._start, rss, self.cpu_s()))
+            except psutil.Error:
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _wait_quiet(subscriber: Child, timeout_s: float) -> int:
+    """Wait until the subscriber's message count stops growing; return it."""
+    deadline = time.monotonic() + timeout_s
+    last = -1
+    stable_since = time.monotonic()
+    while True:
+        count = int(subscriber.ask('count', ('COUNT',)).split()[1])
+        now = time.monotonic()
+        if count != last:
+            last, stable_since = count, now
+        elif now - stable_since >= QUIET_S or now >= deadline:
+            return count
+        time.sleep(0.25)
+
+
+def _wait_matched(subscriber: Child, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    answer = ''
+    while time.monotonic() < deadline:
+        answer = subscriber.ask('matched', ('MATCHED', 'MISSING'))
+        if answer == 'MATCHED':
+            # The subscriber has seen every writer; give the writers the time to see it too.
+            time.sleep(1.0)
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f'the subscriber did not match every topic: {answer}')
+
+
+def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: int,
+             work_dir: str, depth: int, large_depth: int,
+             render_every: int) -> dict[str, Any]:
+    """Run one measurement (``bridge`` or ``floor``); return its figures."""
+    from acres_bridge.protocol.control import ControlClient
+    tag = f'{mode}-{config}-{rate:g}x'
+    env = dds_env(config, domain_id)
+    me = [sys.executable, os.path.abspath(__file__)]
+    sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
+    pub_record = os.path.join(work_dir, f'{tag}-sent.json')
+    children: list[Child] = []
+    load_before = os.getloadavg()
+    try:
+        subscriber = Child(f'{tag}-subscriber', me + [
+            '_subscriber', '--record', sub_record, '--depth', str(SUBSCRIBER_DEPTH),
+            '--large-depth', str(SUBSCRIBER_LARGE_DEPTH)], env, work_dir)
+        children.append(subscriber)
+        subscriber.expect('READY', START_TIMEOUT_S)
+        control = None
+        if mode == 'bridge':
+            emulator = Child(f'{tag}-emulator', me + [
+                '_emulator', '--rate', str(rate), '--record', pub_record,
+                '--render-every', str(render_every)], env, work_dir)
+            children.append(emulator)
+            ready = emulator.expect('READY', START_TIMEOUT_S).split()
+            ports = dict(item.split('=') for item in ready[1:])
+            source = Child(f'{tag}-bridge', _bridge_argv(int(ports['sensor'])), env, work_dir)
+            children.insert(0, source)
+            control = ControlClient(port=int(ports['control']), name='benchmark')
+            control.start()
+        else:
+            source = Child(f'{tag}-floor', me + [
+                '_floor', '--rate', str(rate), '--seconds', str(seconds), '--record', pub_record,
+                '--depth', str(depth), '--large-depth', str(large_depth)], env, work_dir)
+            children.append(source)
+            source.expect('READY', START_TIMEOUT_S)
+        _wait_matched(subscriber, START_TIMEOUT_S)
+        sampler = _Sampler(source.process.pid)
+        cpu_start = sampler.cpu_s()
+        wall_start = time.monotonic()
+        if control is not None:
+            reply = control.request('set_state', state=1)
+            if not reply.get('ok'):
+                raise RuntimeError(f'set_state 1 failed: {reply}')
+            time.sleep(seconds)
+            control.request('set_state', state=2)
+        else:
+            source.send('play')
+            source.expect('PLAYED', seconds + START_TIMEOUT_S)
+        wall_s = time.monotonic() - wall_start
+        _wait_quiet(subscriber, DRAIN_TIMEOUT_S)
+        cpu_s = sampler.cpu_s() - cpu_start
+        sampler.stop()
+        if control is not None:
+            control.stop()
+    finally:
+        for child in reversed(children):
+            child.finish()
+    with open(pub_record, encoding='utf-8') as stream:
+        sent = json.load(stream)
+    with open(sub_record, encoding='utf-8') as stream:
+        sub = json.load(stream)
+    result = _figures(sent, sub['received'])
+    clock_frames = sum(1 for frame_type, _, _ in sent if frame_type == 2)
+    sim_s = clock_frames / PHYSICS_HZ
+    rss = [sample[1] for sample in sampler.samples]
+    result.update(
+        mode=mode, config=config, rate=rate, wall_s=round(wall_s, 3), sim_s=round(sim_s, 3),
+        achieved_rate=round(sim_s / wall_s, 3) if wall_s else None,
+        cpu_s=round(cpu_s, 3), cpu_s_per_sim_s=round(cpu_s / sim_s, 4) if sim_s else None,
+        cpu_core_fraction=round(cpu_s / wall_s, 4) if wall_s else None,
+        rss_mb_start=round(rss[0], 1) if rss else None,
+        rss_mb_end=round(rss[-1], 1) if rss else None,
+        rss_mb_max=round(max(rss), 1) if rss else None,
+        rss_mb_series=[[round(t, 2), round(m, 1)] for t, m, _ in sampler.samples],
+        subscriber_executor=sub['executor'], loadavg_before=[round(x, 2) for x in load_before],
+        loadavg_after=[round(x, 2) for x in os.getloadavg()])
+    return result
+
+
+def _percentile(sorted_values: list[float], fraction: float) -> float | None:
+    if not sorted_values:
+        return None
+    index = min(len(sorted_values) - 1, max(0, math.ceil(fraction * len(sorted_values)) - 1))
+    return sorted_values[index]
+
+
+def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]]) -> dict[str, Any]:
+    """Match received stamps to sent frames per topic: delivery and latency."""
+    published: dict[int, dict[int, float]] = {frame_type: {} for frame_type in FRAME_TOPICS}
+    for frame_type, key, publish_s in sent:
+        if frame_type in published:
+            published[frame_type][key] = publish_s
+    topics = {}
+    for topic in TOPICS:
+        frames = published[TOPIC_FRAME[topic]]
+        latencies = []
+        seen = set()
+        unmatched = 0
+        take_latencies = []
+        for key, receive_s, take_s in received.get(topic, []):
+            publish_s = frames.get(key)
+            if publish_s is None:
+                unmatched += 1
+                continue
+            if key not in seen:
+                seen.add(key)
+                latencies.append((receive_s - publish_s) * 1000.0)
+                take_latencies.append((take_s - publish_s) * 1000.0)
+        latencies.sort()
+        take_latencies.sort()
+        topics[topic] = {
+            'sent': len(frames), 'delivered': len(seen), 'lost': len(frames) - len(seen),
+            'loss_pct': round(100.0 * (len(frames) - len(seen)) / len(frames), 3)
+            if frames else 0.0,
+            'unmatched': unmatched,
+            'latency_p50_ms': _round(_percentile(latencies, 0.5)),
+            'latency_p99_ms': _round(_percentile(latencies, 0.99)),
+            'latency_max_ms': _round(latencies[-1] if latencies else None),
+            'take_latency_p50_ms': _round(_percentile(take_latencies, 0.5))}
+    return {'topics': topics}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
+    """Return the bridge's figures relative to the floor's."""
+    out: dict[str, Any] = {}
+    for topic in TOPICS:
+        b, f = bridge['topics'][topic], floor['topics'][topic]
+        entry = {}
+        for name in ('latency_p50_ms', 'latency_p99_ms'):
+            if b[name] is not None and f[name] is not None:
+                entry[name.replace('latency_', 'added_')] = round(b[name] - f[name], 3)
+                entry[name.replace('_ms', '_ratio')] = (
+                    round(b[name] / f[name], 2) if f[name] > 0 else None)
+        entry['delivered_ratio'] = round(
+            (b['delivered'] / b['sent']) / (f['delivered'] / f['sent']), 4) if (
+            b['sent'] and f['sent'] and f['delivered']) else None
+        out[topic] = entry
+    if floor.get('cpu_s_per_sim_s'):
+        out['cpu_ratio'] = round(bridge['cpu_s_per_sim_s'] / floor['cpu_s_per_sim_s'], 2)
+    return out
+
+
+def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
+                  configs: Sequence[str] = DEFAULT_CONFIGS, seconds: float = 60.0,
+                  domain_id: int = DEFAULT_DOMAIN_ID, work_dir: str, depth: int = 200,
+                  large_depth: int = 10, render_every: int = 10,
+                  modes: Sequence[str] = ('bridge', 'floor'),
+                  log: Any = print) -> dict[str, Any]:
+    """Run every (config, rate, mode); return the report (also the JSON document)."""
+    os.makedirs(work_dir, exist_ok=True)
+    runs = []
+    for config in configs:
+        for rate in rates:
+            pair = {}
+            for mode in modes:
+                log(f'--- {mode} {config} {rate:g}x for {seconds:g} s')
+                result = run_once(mode, config, rate, seconds=seconds, domain_id=domain_id,
+                                  work_dir=work_dir, depth=depth, large_depth=large_depth,
+                                  render_every=render_every)
+                log(_summary_line(result))
+                pair[mode] = result
+                runs.append(result)
+            if 'bridge' in pair and 'floor' in pair:
+                pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
+    return {
+        'machine': {'cores': os.cpu_count(), 'platform': platform.platform(),
+                    'python': platform.python_version(), 'processor': platform.processor(),
+                    'affinity': len(os.sched_getaffinity(0))},
+        'settings': {'seconds': seconds, 'rates': list(rates), 'configs': list(configs),
+                     'qos': f'reliable keep-last; floor depth {depth} (clouds and images '
+                            f'{large_depth}); subscriber depth {SUBSCRIBER_DEPTH} '
+                            f'({SUBSCRIBER_LARGE_DEPTH})',
+                     'emulator_render_every': render_every, 'xml_profile': XML_PROFILE},
+        'targets': {'loss': 0, 'added_p50_ms': TARGET_ADDED_P50_MS,
+                    'cpu_core_fraction_1x': TARGET_CPU_FRACTION_1X, 'rss_mb': TARGET_RSS_MB},
+        'runs': runs,
+        'date': time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())}
+
+
+def _summary_line(result: dict[str, Any]) -> str:
+    parts = [f"{result['mode']:6} {result['config']:7} {result['rate']:g}x "
+             f"sim {result['sim_s']:.1f} s (x{result['achieved_rate']})"]
+    for topic in ('/clock', 'ins/imu', 'lidar/points', 'camera/image_raw'):
+        t = result['topics'][topic]
+        parts.append(f"{topic.split('/')[-1]} {t['delivered']}/{t['sent']} "
+                     f"p50 {t['latency_p50_ms']} ms")
+    parts.append(f"cpu {result['cpu_core_fraction']} core, rss max {result['rss_mb_max']} MB")
+    return ' | '.join(parts)
+
+
+def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> None:
+    """Write the report as markdown tables."""
+    machine = report['machine']
+    lines = [
+        '# Sensor bridge benchmark', '',
+        f"Measured {report['date']} UTC with `tools/benchmark.py` on {machine['cores']} cores "
+        f"({machine['platform']}, Python {machine['python']}); {report['settings']['seconds']:g} "
+        'wall seconds per run; the emulator renders every '
+        f"{report['settings']['emulator_render_every']}th LiDAR and camera frame afresh.", '',
+        'Latency is receive time in the subscriber minus the publish time of the frame '
+        '(CLOCK_MONOTONIC; for the bridge the time the emulator queued the frame, so it '
+        'includes the TCP hop, decoding, conversion and DDS). `floor` is a plain rclpy '
+        'publisher of ready-made messages; `added` is bridge minus floor.', '']
+    if png_name:
+        lines += [f'![latency and loss against the real-time factor]({png_name})', '']
+    lines += ['| DDS | rate | run | sim x | topic | delivered/sent | p50 ms | p99 ms | max ms '
+              '| added p50 ms | CPU core | CPU s / sim s | RSS max MB |',
+              '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for run in report['runs']:
+        ratios = run.get('vs_floor', {})
+        for index, topic in enumerate(TOPICS):
+            t = run['topics'][topic]
+            added = ratios.get(topic, {}).get('added_p50_ms')
+            first = index == 0
+            cells = [run['config'], f"{run['rate']:g}", run['mode'], f"{run['achieved_rate']}"]
+            tail = [_cell(run['cpu_core_fraction']), _cell(run['cpu_s_per_sim_s']),
+                    _cell(run['rss_mb_max'])]
+            if not first:
+                cells, tail = [''] * len(cells), [''] * len(tail)
+            cells += [topic, f"{t['delivered']}/{t['sent']}", _cell(t['latency_p50_ms']),
+                      _cell(t['latency_p99_ms']), _cell(t['latency_max_ms']), _cell(added)]
+            lines.append('| ' + ' | '.join(cells + tail) + ' |')
+    lines.append('')
+    with open(path, 'w', encoding='utf-8') as stream:
+        stream.write('\n'.join(lines))
+
+
+def _cell(value: Any) -> str:
+    return '' if value is None else f'{value}'
+
+
+def write_plot(report: dict[str, Any], path: str) -> None:
+    """Plot p50/p99 latency and loss against the real-time factor, per topic and run."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    shown = ('/clock', 'ins/imu', 'lidar/points', 'camera/image_raw')
+    figure, axes = plt.subplots(1, 3, figsize=(16, 5))
+    styles = {('bridge', 'default'): '-', ('bridge', 'xml'): '-.',
+              ('floor', 'default'): ':', ('floor', 'xml'): '--'}
+    colours = dict(zip(shown, ('tab:blue', 'tab:orange', 'tab:green', 'tab:red')))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in report['runs']:
+        groups.setdefault((run['mode'], run['config']), []).append(run)
+    for (mode, config), runs in groups.items():
+        runs = sorted(runs, key=lambda run: run['rate'])
+        rates = [run['rate'] for run in runs]
+        for topic in shown:
+            label = f'{topic} {mode} {config}'
+            style = styles.get((mode, config), '-')
+            p50 = [run['topics'][topic]['latency_p50_ms'] for run in runs]
+            p99 = [run['topics'][topic]['latency_p99_ms'] for run in runs]
+            loss = [run['topics'][topic]['loss_pct'] for run in runs]
+            axes[0].plot(rates, p50, style, marker='o', color=colours[topic], label=label)
+            axes[1].plot(rates, p99, style, marker='o', color=colours[topic], label=label)
+            axes[2].plot(rates, loss, style, marker='o', color=colours[topic], label=label)
+    for axis, title in zip(axes, ('latency p50 (ms)', 'latency p99 (ms)', 'lost (%)')):
+        axis.set_xlabel('real-time factor')
+        axis.set_title(title)
+        axis.grid(True, alpha=0.3)
+    axes[0].set_yscale('log')
+    axes[1].set_yscale('log')
+    axes[2].legend(fontsize=6, loc='upper left')
+    figure.suptitle(f"acres_bridge sensor_bridge vs rclpy floor, {report['machine']['cores']} "
+                    'cores')
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='tools/benchmark.py',
+        description='Measure the sensor bridge against a plain rclpy publisher (the DDS '
+                    'floor): delivery, end-to-end latency, CPU and memory, at several '
+                    'real-time factors, with the default Fast DDS transports and with '
+                    'config/fastdds_large_data.xml.')
+    parser.add_argument('--rates', type=float, nargs='+', default=list(DEFAULT_RATES),
+                        help='real-time factors (default 1 5 10 20; the last is the high one)')
+    parser.add_argument('--configs', nargs='+', choices=DEFAULT_CONFIGS,
+                        default=list(DEFAULT_CONFIGS),
+                        help='DDS configurations: default transports, xml profile')
+    parser.add_argument('--modes', nargs='+', choices=('bridge', 'floor'),
+                        default=['bridge', 'floor'], help='what to measure (default both)')
+    parser.add_argument('--seconds', type=float, default=60.0,
+                        help='wall seconds of each run (default 60)')
+    parser.add_argument('--domain-id', type=int, default=DEFAULT_DOMAIN_ID,
+                        help=f'ROS_DOMAIN_ID of the runs (default {DEFAULT_DOMAIN_ID})')
+    parser.add_argument('--depth', type=int, default=200,
+                        help="the floor's keep-last depth for clock, INS and camera info "
+                             "(default 200, the bridge's SMALL_DEPTH)")
+    parser.add_argument('--large-depth', type=int, default=10,
+                        help="the floor's keep-last depth for clouds and images (default 10, "
+                             "the bridge's LARGE_DEPTH)")
+    parser.add_argument('--render-every', type=int, default=10,
+                        help="the emulator's --render-every (default 10: the emulator's own "
+                             'rendering does not starve the bridge)')
+    parser.add_argument('--output-dir', default=os.path.join(ROOT, 'docs'),
+                        help='where benchmarks.json, .md and .png go (default docs/)')
+    parser.add_argument('--work-dir', default=None,
+                        help='where the raw records and child logs go (default a temp folder)')
+    parser.add_argument('--name', default='benchmarks',
+                        help='the base name of the output files (default benchmarks)')
+    return parser
+
+
+def _role_parser(role: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f'benchmark.py {role}')
+    parser.add_argument('--record', required=True)
+    parser.add_argument('--rate', type=float, default=1.0)
+    parser.add_argument('--seconds', type=float, default=10.0)
+    parser.add_argument('--depth', type=int, default=200)
+    parser.add_argument('--large-depth', type=int, default=10)
+    parser.add_argument('--render-every', type=int, default=10)
+    return parser
+
+
+ROLES = {'_emulator': role_emulator, '_floor': role_floor, '_subscriber': role_subscriber}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, or one of its child roles."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ROLES:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return ROLES[argv[0]](_role_parser(argv[0]).parse_args(argv[1:]))
+    args = _parser().parse_args(argv)
+    import tempfile
+    work_dir = args.work_dir or tempfile.mkdtemp(prefix='acres_benchmark_')
+    print(f'records and logs in {work_dir}', flush=True)
+    report = run_benchmark(rates=args.rates, configs=args.configs, seconds=args.seconds,
+                           domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
+                           large_depth=args.large_depth,
+                           render_every=args.render_every, modes=args.modes,
+                           log=lambda text: print(text, flush=True))
+    os.makedirs(args.output_dir, exist_ok=True)
+    base = os.path.join(args.output_dir, args.name)
+    with open(base + '.json', 'w', encoding='utf-8') as stream:
+        json.dump(report, stream, indent=1)
+    write_plot(report, base + '.png')
+    write_markdown(report, base + '.md', os.path.basename(base + '.png'))
+    print(f'wrote {base}.json, {base}.md, {base}.png', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
