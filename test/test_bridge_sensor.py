@@ -31,6 +31,9 @@ from emulator_probe import read_until_barrier
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import ReliabilityPolicy
 from sensor_bridge_graph import AGENT_TOPICS
 from sensor_bridge_graph import FrameTap
 from sensor_bridge_graph import GLOBAL_TOPICS
@@ -41,7 +44,10 @@ from sensor_msgs.msg import PointField
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.conversions.tf import rpy_deg_to_quaternion
+from acres_bridge.emulator.faults import free_port
+from acres_bridge.nodes.sensor_bridge import LARGE_DEPTH
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+from acres_bridge.nodes.sensor_bridge import SMALL_DEPTH
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import ClockFrame
@@ -312,3 +318,29 @@ def test_ins_tf_without_clock_and_another_world_frame(emulator_factory, bridges)
     [image] = messages['camera/image_raw']
     assert (image.width, image.height, image.step) == (640, 480, 1920)
     assert math.isfinite(messages['ins/fix'][0].latitude)
+
+
+def test_publishers_are_reliable_keep_last_and_users_override_them(ros_context):
+    node = SensorBridgeNode(context=ros_context, autostart=False, parameter_overrides=[
+        Parameter('port', value=free_port()),
+        Parameter('qos_overrides./lidar/points.publisher.reliability', value='best_effort'),
+        Parameter('qos_overrides./lidar/points.publisher.depth', value=3)])
+    try:
+        publishers = node.bridge.publishers
+        for topic, depth in (('/clock', SMALL_DEPTH), ('ins/imu', SMALL_DEPTH),
+                             ('camera/image_raw', LARGE_DEPTH), ('step_barrier', SMALL_DEPTH)):
+            profile = publishers[topic].qos_profile
+            assert (profile.reliability, profile.history, profile.depth, profile.durability) == (
+                ReliabilityPolicy.RELIABLE, HistoryPolicy.KEEP_LAST, depth,
+                DurabilityPolicy.VOLATILE), topic
+        cloud = publishers['lidar/points'].qos_profile
+        assert (cloud.reliability, cloud.depth) == (ReliabilityPolicy.BEST_EFFORT, 3)
+        # What subscribers discover agrees; /tf_static is latched like tf2's.
+        [info] = node.get_publishers_info_by_topic('/lidar/points')
+        assert info.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+        [latched] = node.get_publishers_info_by_topic('/tf_static')
+        assert latched.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+        assert latched.qos_profile.reliability == ReliabilityPolicy.RELIABLE
+        assert node.get_parameter('qos_overrides./clock.publisher.depth').value == SMALL_DEPTH
+    finally:
+        node.destroy_node()

@@ -126,9 +126,12 @@ def reliable_qos(depth: int) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
-TF_STATIC_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                           reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL)
+def tf_static_qos() -> QoSProfile:
+    """Return the QoS of ``/tf_static``: reliable, transient local, keep-last 1, as tf2's."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
 
 _FRAME_KINDS: dict[type, str] = {
     HelloFrame: 'hello', ClockFrame: 'clock', InsFrame: 'ins', LidarFrame: 'lidar',
@@ -167,7 +170,7 @@ class SharedPublishers:
         self._lock = threading.Lock()
         self._static: dict[int, list[TransformStamped]] = {}
         self._tf_static = node.create_publisher(
-            TFMessage, '/tf_static', TF_STATIC_QOS, qos_overriding_options=_overridable())
+            TFMessage, '/tf_static', tf_static_qos(), qos_overriding_options=_overridable())
         self._tf: Publisher | None = None
         self._diagnostics: Publisher | None = None
         self._timer = None
@@ -293,17 +296,19 @@ class SensorBridge:
         self._barrier_callbacks: list[Callable[[int, float], None]] = []
         self._barrier_waiters: list[tuple[int, concurrent.futures.Future]] = []
 
-        small, large = reliable_qos(SMALL_DEPTH), reliable_qos(LARGE_DEPTH)
+        # A profile per publisher: rclpy writes the QoS overrides into the profile it is given.
         self._publishers: dict[str, Publisher] = {}
-        self._clock = self._create(Clock, '/clock', small) if parameters.publish_clock else None
-        self._cloud = self._create(PointCloud2, self._topic('lidar/points'), large)
-        self._image = self._create(Image, self._topic('camera/image_raw'), large)
-        self._camera_info = self._create(CameraInfo, self._topic('camera/camera_info'), small)
-        self._fix = self._create(NavSatFix, self._topic('ins/fix'), small)
-        self._imu = self._create(Imu, self._topic('ins/imu'), small)
-        self._odometry = self._create(Odometry, self._topic('ins/odometry'), small)
-        self._truth = self._create(Odometry, self._topic('ground_truth/odometry'), small)
-        self._step_barrier = self._create(StepBarrier, self._topic('step_barrier'), small)
+        self._clock = (self._create(Clock, '/clock', SMALL_DEPTH) if parameters.publish_clock
+                       else None)
+        self._cloud = self._create(PointCloud2, self._topic('lidar/points'), LARGE_DEPTH)
+        self._image = self._create(Image, self._topic('camera/image_raw'), LARGE_DEPTH)
+        self._camera_info = self._create(CameraInfo, self._topic('camera/camera_info'),
+                                         SMALL_DEPTH)
+        self._fix = self._create(NavSatFix, self._topic('ins/fix'), SMALL_DEPTH)
+        self._imu = self._create(Imu, self._topic('ins/imu'), SMALL_DEPTH)
+        self._odometry = self._create(Odometry, self._topic('ins/odometry'), SMALL_DEPTH)
+        self._truth = self._create(Odometry, self._topic('ground_truth/odometry'), SMALL_DEPTH)
+        self._step_barrier = self._create(StepBarrier, self._topic('step_barrier'), SMALL_DEPTH)
         self._tf = self._shared.tf_publisher() if parameters.publish_tf != 'none' else None
         self._shared.add_diagnostics(self.diagnostic_statuses)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -318,8 +323,8 @@ class SensorBridge:
     def _topic(self, name: str) -> str:
         return f'{self.namespace}/{name}' if self.namespace else name
 
-    def _create(self, message_type: type, topic: str, qos: QoSProfile) -> Publisher:
-        publisher = self.node.create_publisher(message_type, topic, qos,
+    def _create(self, message_type: type, topic: str, depth: int) -> Publisher:
+        publisher = self.node.create_publisher(message_type, topic, reliable_qos(depth),
                                                qos_overriding_options=_overridable())
         self._publishers[topic] = publisher
         return publisher
