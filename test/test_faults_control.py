@@ -24,6 +24,7 @@ import concurrent.futures
 import json
 import socket
 import threading
+import time
 
 import pytest
 
@@ -254,12 +255,17 @@ def test_eight_callers_of_500_calls_each_get_their_own_replies(emulator_factory)
                 mismatches += reply['result'] != 2 or reply['error'] != f'no entity "{name}"'
             return mismatches
 
+        began = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(callers) as pool:
             mismatches = list(pool.map(caller, range(callers)))
+        elapsed = time.perf_counter() - began
         assert mismatches == [0] * callers
         stats = client.stats
         assert stats['replies'] == stats['requests'] == callers * calls
         assert stats['timeouts'] == stats['unknown_replies'] == stats['pending'] == 0
+        print(f'\nload: {callers} callers x {calls} calls through one ControlClient in '
+              f'{elapsed:.2f} s, {callers * calls / elapsed:.0f} calls/s, round trip p50 '
+              f'{stats["round_trip_p50_ms"]:.2f} ms, max {stats["round_trip_max_ms"]:.2f} ms')
     finally:
         client.stop()
 
