@@ -31,21 +31,17 @@ import sys
 import threading
 import time
 
-os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-os.environ['ROS_LOCALHOST_ONLY'] = '1'
-os.environ.setdefault('ROS_DOMAIN_ID', '20')
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.executors import MultiThreadedExecutor
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.srv import GetSimulationState
+from simulation_interfaces.srv import StepSimulation
 
-import rclpy  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
-from simulation_interfaces.action import SimulateSteps  # noqa: E402
-from simulation_interfaces.srv import GetSimulationState  # noqa: E402
-from simulation_interfaces.srv import StepSimulation  # noqa: E402
-
-from acres_bridge.protocol.control import ControlClient  # noqa: E402
+from acres_bridge.protocol.control import ControlClient
 
 
-_ECHO_SERVICE = '''
+_ECHO_SERVICE = """
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from simulation_interfaces.srv import GetSimulationState
@@ -57,7 +53,7 @@ try:
     rclpy.spin(node)
 except (KeyboardInterrupt, ExternalShutdownException):
     pass
-'''
+"""
 
 
 def _percentiles(samples_s: list[float]) -> str:
@@ -88,6 +84,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--calls', type=int, default=500)
     args = parser.parse_args()
+    # DDS stays on this machine, for this process and the ones it starts.
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ['ROS_LOCALHOST_ONLY'] = '1'
+    os.environ.setdefault('ROS_DOMAIN_ID', '20')
     emulator = subprocess.Popen(
         [sys.executable, '-m', 'acres_bridge.emulator.server', '--control-port', '0',
          '--lockstep', '--drive', 'hold'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

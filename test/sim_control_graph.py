@@ -31,6 +31,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from simulation_interfaces.action import SimulateSteps
 
 from acres_bridge.nodes.sim_control import SimControlNode
 
@@ -76,12 +77,16 @@ class ControlGraph:
         self.node = SimControlNode(context=self.context, parameter_overrides=overrides,
                                    **node_options)
         self.client_node = rclpy.create_node('sim_control_test_client', context=self.context)
+        # rclpy's ActionClient registers itself with the node before it is complete, so an
+        # executor spinning meanwhile can fail on it: create it before spinning.
+        self._action_clients = {'simulate_steps': ActionClient(
+            self.client_node, SimulateSteps, 'simulate_steps')}
+        self._action_ready: set[str] = set()
         self._spinner = SpinningExecutor(self.context)
         self.executor = self._spinner.executor
         self.executor.add_node(self.node)
         self.executor.add_node(self.client_node)
         self._clients: dict[str, Any] = {}
-        self._action_clients: dict[str, ActionClient] = {}
 
     def close(self) -> None:
         """Stop spinning, destroy the nodes and shut the context down."""
@@ -106,17 +111,16 @@ class ControlGraph:
         request = srv_type.Request() if request is None else request
         return wait_future(client.call_async(request), timeout_s)
 
-    def action_client(self, action_type: type, name: str) -> ActionClient:
-        """Return a (cached) action client that has found its server."""
-        client = self._action_clients.get(name)
-        if client is None:
-            client = ActionClient(self.client_node, action_type, name)
+    def action_client(self, name: str = 'simulate_steps') -> ActionClient:
+        """Return the action client (made before spinning) once it has found its server."""
+        client = self._action_clients[name]
+        if name not in self._action_ready:
             assert client.wait_for_server(timeout_sec=CALL_TIMEOUT_S), f'no action {name}'
             # The server's services can be found before its feedback publisher has matched
             # the client's subscription: feedback sent before that would be lost.
             wait_for(lambda: self.node.count_subscribers(f'/{name}/_action/feedback') > 0,
                      CALL_TIMEOUT_S, f'the {name} feedback subscription')
-            self._action_clients[name] = client
+            self._action_ready.add(name)
         return client
 
     def subscribe_latched(self, msg_type: type, topic: str) -> list[Any]:

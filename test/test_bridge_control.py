@@ -24,46 +24,43 @@ import json
 import math
 import threading
 
+from acres_interfaces.msg import Episode
+from acres_interfaces.msg import VehicleShift
+from acres_interfaces.srv import FarmState
+from acres_interfaces.srv import FieldQuery
+from acres_interfaces.srv import GetVehicleShifts
+from acres_interfaces.srv import Hello
+from acres_interfaces.srv import Record
+from acres_interfaces.srv import Screenshot
+from acres_interfaces.srv import SetConditions
+from acres_interfaces.srv import SetVehicleShift
 import pytest
+from sim_control_graph import ControlGraph
+from sim_control_graph import wait_for
+from sim_control_graph import wait_future
+from simulation_interfaces.msg import EntityCategory
+from simulation_interfaces.msg import Result
+from simulation_interfaces.msg import SimulationState
+from simulation_interfaces.msg import TagsFilter
+from simulation_interfaces.srv import DeleteEntity
+from simulation_interfaces.srv import GetEntities
+from simulation_interfaces.srv import GetEntityState
+from simulation_interfaces.srv import GetNamedPoses
+from simulation_interfaces.srv import GetSimulationState
+from simulation_interfaces.srv import GetSimulatorFeatures
+from simulation_interfaces.srv import GetSpawnables
+from simulation_interfaces.srv import ResetSimulation
+from simulation_interfaces.srv import SetEntityState
+from simulation_interfaces.srv import SetSimulationState
+from simulation_interfaces.srv import SpawnEntity
+from simulation_interfaces.srv import StepSimulation
 
-rclpy = pytest.importorskip('rclpy')
-
-from acres_interfaces.msg import Episode  # noqa: E402
-from acres_interfaces.msg import VehicleShift  # noqa: E402
-from acres_interfaces.srv import FarmState  # noqa: E402
-from acres_interfaces.srv import FieldQuery  # noqa: E402
-from acres_interfaces.srv import GetVehicleShifts  # noqa: E402
-from acres_interfaces.srv import Hello  # noqa: E402
-from acres_interfaces.srv import Record  # noqa: E402
-from acres_interfaces.srv import Screenshot  # noqa: E402
-from acres_interfaces.srv import SetConditions  # noqa: E402
-from acres_interfaces.srv import SetVehicleShift  # noqa: E402
-from sim_control_graph import ControlGraph  # noqa: E402
-from sim_control_graph import wait_for  # noqa: E402
-from sim_control_graph import wait_future  # noqa: E402
-from simulation_interfaces.msg import EntityCategory  # noqa: E402
-from simulation_interfaces.msg import Result  # noqa: E402
-from simulation_interfaces.msg import SimulationState  # noqa: E402
-from simulation_interfaces.msg import TagsFilter  # noqa: E402
-from simulation_interfaces.srv import DeleteEntity  # noqa: E402
-from simulation_interfaces.srv import GetEntities  # noqa: E402
-from simulation_interfaces.srv import GetEntityState  # noqa: E402
-from simulation_interfaces.srv import GetNamedPoses  # noqa: E402
-from simulation_interfaces.srv import GetSimulationState  # noqa: E402
-from simulation_interfaces.srv import GetSimulatorFeatures  # noqa: E402
-from simulation_interfaces.srv import GetSpawnables  # noqa: E402
-from simulation_interfaces.srv import ResetSimulation  # noqa: E402
-from simulation_interfaces.srv import SetEntityState  # noqa: E402
-from simulation_interfaces.srv import SetSimulationState  # noqa: E402
-from simulation_interfaces.srv import SpawnEntity  # noqa: E402
-from simulation_interfaces.srv import StepSimulation  # noqa: E402
-
-from acres_bridge.conversions.control import detect_shape  # noqa: E402
-from acres_bridge.emulator import geodesy  # noqa: E402
-from acres_bridge.emulator import scene  # noqa: E402
-from acres_bridge.emulator.control import FEATURES  # noqa: E402
-from acres_bridge.emulator.control import SCOPE_TIME_WARNING  # noqa: E402
-from acres_bridge.emulator.server import Emulator  # noqa: E402
+from acres_bridge.conversions.control import detect_shape
+from acres_bridge.emulator import geodesy
+from acres_bridge.emulator import scene
+from acres_bridge.emulator.control import FEATURES
+from acres_bridge.emulator.control import SCOPE_TIME_WARNING
+from acres_bridge.emulator.server import Emulator
 
 pytestmark = pytest.mark.ros
 

@@ -22,24 +22,21 @@ the goal ends SUCCEEDED (or ABORTED with the simulator's code) once the step rep
 import concurrent.futures
 import threading
 
+from action_msgs.msg import GoalStatus
+from action_msgs.srv import CancelGoal
 import pytest
+from sim_control_graph import ControlGraph
+from sim_control_graph import wait_for
+from sim_control_graph import wait_future
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import Result
+from simulation_interfaces.msg import SimulationState
+from simulation_interfaces.srv import SetSimulationState
+from simulation_interfaces.srv import StepSimulation
 
-rclpy = pytest.importorskip('rclpy')
-
-from action_msgs.msg import GoalStatus  # noqa: E402
-from action_msgs.srv import CancelGoal  # noqa: E402
-from sim_control_graph import ControlGraph  # noqa: E402
-from sim_control_graph import wait_for  # noqa: E402
-from sim_control_graph import wait_future  # noqa: E402
-from simulation_interfaces.action import SimulateSteps  # noqa: E402
-from simulation_interfaces.msg import Result  # noqa: E402
-from simulation_interfaces.msg import SimulationState  # noqa: E402
-from simulation_interfaces.srv import SetSimulationState  # noqa: E402
-from simulation_interfaces.srv import StepSimulation  # noqa: E402
-
-from acres_bridge.emulator.faults import FaultProxy  # noqa: E402
-from acres_bridge.emulator.server import Emulator  # noqa: E402
-from acres_bridge.nodes.sim_control import FutureWaiter  # noqa: E402
+from acres_bridge.emulator.faults import FaultProxy
+from acres_bridge.emulator.server import Emulator
+from acres_bridge.nodes.sim_control import FutureWaiter
 
 pytestmark = pytest.mark.ros
 
@@ -69,7 +66,7 @@ def graph(proxy):
 
 
 def _send_goal(graph: ControlGraph, steps: int) -> tuple:
-    client = graph.action_client(SimulateSteps, 'simulate_steps')
+    client = graph.action_client()
     feedback = []
     goal_handle = wait_future(client.send_goal_async(
         SimulateSteps.Goal(steps=steps),

@@ -24,22 +24,19 @@ import json
 import socket
 import threading
 
+from acres_interfaces.msg import Episode
+from acres_interfaces.srv import Screenshot
 import pytest
+from sim_control_graph import ControlGraph
+from sim_control_graph import wait_for
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import GetEntityState
+from simulation_interfaces.srv import GetSimulationState
+from simulation_interfaces.srv import GetSimulatorFeatures
+from simulation_interfaces.srv import SpawnEntity
 
-rclpy = pytest.importorskip('rclpy')
-
-from acres_interfaces.msg import Episode  # noqa: E402
-from acres_interfaces.srv import Screenshot  # noqa: E402
-from sim_control_graph import ControlGraph  # noqa: E402
-from sim_control_graph import wait_for  # noqa: E402
-from simulation_interfaces.msg import Result  # noqa: E402
-from simulation_interfaces.srv import GetEntityState  # noqa: E402
-from simulation_interfaces.srv import GetSimulationState  # noqa: E402
-from simulation_interfaces.srv import GetSimulatorFeatures  # noqa: E402
-from simulation_interfaces.srv import SpawnEntity  # noqa: E402
-
-from acres_bridge.emulator.faults import FaultProxy  # noqa: E402
-from acres_bridge.emulator.faults import free_port  # noqa: E402
+from acres_bridge.emulator.faults import FaultProxy
+from acres_bridge.emulator.faults import free_port
 
 pytestmark = pytest.mark.ros
 

@@ -20,12 +20,11 @@ import subprocess
 import sys
 
 import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from simulation_interfaces.srv import GetSimulationState
 
-rclpy = pytest.importorskip('rclpy')
-
-from simulation_interfaces.srv import GetSimulationState  # noqa: E402
-
-from acres_bridge.nodes.sim_control import main  # noqa: E402
+from acres_bridge.nodes.sim_control import main
 
 pytestmark = pytest.mark.ros
 
@@ -51,11 +50,11 @@ def test_the_executable_serves_the_emulator_and_ends_on_sigint(emulator_factory,
     emulator = emulator_factory(lockstep=True, drive='hold')
     process = _sim_control('-p', f'port:={emulator.control_port}')
     node = rclpy.create_node('sim_control_main_test', context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
     try:
         client = node.create_client(GetSimulationState, 'get_simulation_state')
         assert client.wait_for_service(timeout_sec=30.0)
         future = client.call_async(GetSimulationState.Request())
-        executor = rclpy.executors.SingleThreadedExecutor(context=ros_context)
         executor.add_node(node)
         executor.spin_until_future_complete(future, timeout_sec=15.0)
         assert future.result().state.state == 2
@@ -63,6 +62,7 @@ def test_the_executable_serves_the_emulator_and_ends_on_sigint(emulator_factory,
             {key: value for key, value in request.items() if key != 'id'}
             for request in emulator.requests]
     finally:
+        executor.shutdown()
         node.destroy_node()
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)

@@ -18,32 +18,29 @@ import json
 import re
 from types import SimpleNamespace
 
+from acres_interfaces.msg import AgentInfo
+from acres_interfaces.msg import VehicleShift
+from acres_interfaces.srv import FarmState
+from acres_interfaces.srv import FieldQuery
+from acres_interfaces.srv import GetVehicleShifts
+from acres_interfaces.srv import Hello
+from acres_interfaces.srv import Record
+from acres_interfaces.srv import SetConditions
+from geometry_msgs.msg import Pose
+from geometry_msgs.msg import Twist
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
+from simulation_interfaces.msg import Bounds
+from simulation_interfaces.msg import EntityCategory
+from simulation_interfaces.msg import EntityFilters
+from simulation_interfaces.msg import EntityState
+from simulation_interfaces.msg import Result
+from simulation_interfaces.msg import TagsFilter
+from simulation_interfaces.srv import SpawnEntity
 
-pytest.importorskip('simulation_interfaces')
-
-from acres_interfaces.msg import AgentInfo  # noqa: E402
-from acres_interfaces.msg import VehicleShift  # noqa: E402
-from acres_interfaces.srv import FarmState  # noqa: E402
-from acres_interfaces.srv import FieldQuery  # noqa: E402
-from acres_interfaces.srv import GetVehicleShifts  # noqa: E402
-from acres_interfaces.srv import Hello  # noqa: E402
-from acres_interfaces.srv import Record  # noqa: E402
-from acres_interfaces.srv import SetConditions  # noqa: E402
-from geometry_msgs.msg import Pose  # noqa: E402
-from geometry_msgs.msg import Twist  # noqa: E402
-from simulation_interfaces.msg import Bounds  # noqa: E402
-from simulation_interfaces.msg import EntityCategory  # noqa: E402
-from simulation_interfaces.msg import EntityFilters  # noqa: E402
-from simulation_interfaces.msg import EntityState  # noqa: E402
-from simulation_interfaces.msg import Result  # noqa: E402
-from simulation_interfaces.msg import TagsFilter  # noqa: E402
-from simulation_interfaces.srv import SpawnEntity  # noqa: E402
-
-from acres_bridge.conversions import control  # noqa: E402
-from acres_bridge.conversions.control import ReplyError  # noqa: E402
+from acres_bridge.conversions import control
+from acres_bridge.conversions.control import ReplyError
 
 # Replies of the seed (004), as the game sends them.
 HELLO = json.loads(

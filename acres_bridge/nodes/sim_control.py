@@ -38,6 +38,7 @@ import threading
 import time
 from typing import Any
 
+from acres_interfaces.msg import Episode
 import rclpy
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
@@ -52,8 +53,6 @@ from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
-
-from acres_interfaces.msg import Episode
 
 from acres_bridge.conversions.control import add_warning
 from acres_bridge.conversions.control import detect_shape
@@ -576,6 +575,7 @@ def main(args: list[str] | None = None) -> int:
     logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
     rclpy.init(args=args)
     node = None
+    executor = None
     try:
         try:
             node = SimControlNode()
@@ -588,6 +588,8 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if executor is not None:
+            executor.shutdown()
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
