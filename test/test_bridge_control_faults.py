@@ -26,6 +26,7 @@ import threading
 
 from acres_interfaces.msg import Episode
 from acres_interfaces.srv import Screenshot
+from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 from sim_control_graph import ControlGraph
 from sim_control_graph import wait_for
@@ -71,6 +72,9 @@ def test_a_channel_that_is_down_fails_at_once_then_the_node_reconnects(emulator_
     port = free_port()
     graph = ControlGraph(port, parameters=FAST)
     try:
+        [status] = graph.node.diagnostic_statuses()
+        assert status.level == DiagnosticStatus.ERROR
+        assert status.message.startswith('disconnected: cannot connect to 127.0.0.1:')
         result = _state(graph)
         assert result.result == FAILED
         assert result.error_message.startswith('control channel not connected (cannot connect')
@@ -83,14 +87,20 @@ def test_a_channel_that_is_down_fails_at_once_then_the_node_reconnects(emulator_
         emulator_factory(lockstep=True, drive='hold', control_port=port)
         wait_for(lambda: graph.node.control.connected, what='the reconnection')
         assert _state(graph).result == Result.RESULT_OK
+        [status] = graph.node.diagnostic_statuses()
+        assert (status.level, status.message) == (DiagnosticStatus.OK, 'connected')
     finally:
         graph.close()
 
 
 def test_a_reply_that_comes_too_late_fails_and_is_dropped_when_it_comes(graph, proxy):
+    graph.node.diagnostic_statuses()
     held = proxy.inject('delay', op='get_state', delay_s=30.0)
     result = _state(graph)
     assert (result.result, result.error_message) == (FAILED, 'no reply to get_state within 0.3 s')
+    [status] = graph.node.diagnostic_statuses()
+    assert (status.level, status.message) == (DiagnosticStatus.WARN,
+                                              'connected with new timeouts')
     held.release.set()
     wait_for(lambda: graph.node.control.stats['late_replies'] == 1, what='the late reply')
     assert _state(graph).result == Result.RESULT_OK

@@ -26,6 +26,7 @@ from acres_interfaces.srv import GetVehicleShifts
 from acres_interfaces.srv import Hello
 from acres_interfaces.srv import Record
 from acres_interfaces.srv import SetConditions
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Pose
 from geometry_msgs.msg import Twist
 from hypothesis import given
@@ -418,3 +419,24 @@ def test_a_vehicle_shift_is_sent_with_every_field_and_agent_0_by_default():
     assert json.loads(json.dumps(fields)) == fields
     assert set(fields) == set(VehicleShift.get_fields_and_field_types()) - {'agent'}
     assert control.vehicle_shift_fields(VehicleShift(agent='maxxum'))['agent'] == 'maxxum'
+
+
+def test_control_stats_become_a_diagnostic_status():
+    stats = {'connected': True, 'reason': 'connected to 127.0.0.1:5600', 'requests': 5,
+             'replies': 4, 'timeouts': 1, 'round_trip_p50_ms': 0.25, 'round_trip_max_ms': None}
+    status = control.control_stats_to_status(
+        stats, name='sim_control: control channel', hardware_id='127.0.0.1:5600')
+    values = {item.key: item.value for item in status.values}
+    assert status.level == DiagnosticStatus.WARN
+    assert status.message == 'connected with new timeouts'
+    assert status.name == 'sim_control: control channel'
+    assert status.hardware_id == '127.0.0.1:5600'
+    assert (values['requests'], values['round_trip_p50_ms'], values['round_trip_max_ms']) == (
+        '5', '0.250', 'n/a')
+    assert set(values) == set(control.CONTROL_KEYS)
+    calm = control.control_stats_to_status(stats, name='x', previous=stats)
+    assert (calm.level, calm.message) == (DiagnosticStatus.OK, 'connected')
+    down = control.control_stats_to_status(
+        {'connected': False, 'reason': 'cannot connect to 127.0.0.1:5600: refused'}, name='x')
+    assert (down.level, down.message) == (
+        DiagnosticStatus.ERROR, 'disconnected: cannot connect to 127.0.0.1:5600: refused')

@@ -42,6 +42,8 @@ from acres_interfaces.msg import AgentInfo
 from acres_interfaces.msg import Episode
 from acres_interfaces.msg import FieldState
 from acres_interfaces.msg import VehicleShift
+from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import KeyValue
 from geometry_msgs.msg import Pose
 from geometry_msgs.msg import Twist
 from simulation_interfaces.msg import EntityFilters
@@ -52,6 +54,7 @@ from simulation_interfaces.msg import Spawnable
 from simulation_interfaces.msg import TagsFilter
 
 from acres_bridge.conversions.clock import stamp_to_time
+from acres_bridge.conversions.diagnostics import format_value
 
 Reply = Mapping[str, Any]
 
@@ -547,6 +550,41 @@ def record_fields(request: Any) -> dict[str, Any]:
     if request.path:
         fields['path'] = request.path
     return fields
+
+
+# --- diagnostics ---------------------------------------------------------------------------
+
+CONTROL_KEYS = ('connected', 'reason', 'connected_for_s', 'connections', 'reconnects',
+                'connect_failures', 'disconnects', 'pending', 'requests', 'replies',
+                'timeouts', 'late_replies', 'unknown_replies', 'replies_without_id',
+                'bad_lines', 'events', 'progress_events', 'orphan_progress', 'failed_on_close',
+                'refused_disconnected', 'send_failures', 'callback_errors',
+                'round_trip_p50_ms', 'round_trip_max_ms')
+_CONTROL_PROBLEMS = ('timeouts', 'late_replies', 'bad_lines', 'unknown_replies',
+                     'send_failures', 'callback_errors')
+
+
+def control_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: str = '',
+                            previous: Mapping[str, Any] | None = None) -> DiagnosticStatus:
+    """
+    Return the diagnostic status of the control channel from ``ControlClient.stats``.
+
+    Level: ERROR while disconnected (the message is the reason); WARN when time-outs, late or
+    unknown replies, lines that were not JSON, send failures or callback errors grew since the
+    ``previous`` snapshot; OK otherwise. Values: ``CONTROL_KEYS``, ``n/a`` without data.
+    """
+    values = [KeyValue(key=key, value=format_value(stats.get(key))) for key in CONTROL_KEYS]
+    if not stats.get('connected'):
+        level = DiagnosticStatus.ERROR
+        message = f'disconnected: {stats.get("reason") or "not connected"}'
+    else:
+        grown = [key for key in _CONTROL_PROBLEMS
+                 if (stats.get(key) or 0) > ((previous or {}).get(key) or 0)]
+        level = DiagnosticStatus.WARN if grown else DiagnosticStatus.OK
+        message = ('connected with new ' + ', '.join(key.replace('_', ' ') for key in grown)
+                   if grown else 'connected')
+    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id,
+                            values=values)
 
 
 # --- values ----------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ import time
 from typing import Any
 
 from acres_interfaces.msg import Episode
+from diagnostic_msgs.msg import DiagnosticStatus
 import rclpy
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
@@ -55,6 +56,7 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
 
 from acres_bridge.conversions.control import add_warning
+from acres_bridge.conversions.control import control_stats_to_status
 from acres_bridge.conversions.control import detect_shape
 from acres_bridge.conversions.control import entity_filters_unsupported
 from acres_bridge.conversions.control import entity_names_from_reply
@@ -182,6 +184,7 @@ class SimControlNode(Node):
         self._on_hello = on_hello
         self._hello_lock = threading.Lock()
         self._hello: Reply | None = None
+        self._last_stats: dict[str, Any] | None = None
         self._group = ReentrantCallbackGroup()
         self._episode_publisher = self.create_publisher(Episode, 'acres/episode', EPISODE_QOS)
         self.served: list[str] = []
@@ -218,6 +221,15 @@ class SimControlNode(Node):
         if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
             return float(rate)
         return float(DEFAULT_PHYSICS_HZ)
+
+    def diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Return the control channel's diagnostic status (for a /diagnostics publisher)."""
+        stats = self.control.stats
+        status = control_stats_to_status(
+            stats, name=f'{self.get_name()}: control channel',
+            hardware_id=f'{stats["address"]}:{stats["port"]}', previous=self._last_stats)
+        self._last_stats = stats
+        return [status]
 
     def step_timeout_s(self, steps: int) -> float:
         """Return the reply time-out of a step request: timeout_s plus time per step."""
