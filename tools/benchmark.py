@@ -72,7 +72,9 @@ DEFAULT_DOMAIN_ID = 42
 START_TIMEOUT_S = 60.0
 SUBSCRIBER_DEPTH = 1000
 SUBSCRIBER_LARGE_DEPTH = 100
-QUIET_S = 1.5
+# Longer than Fast DDS's default heartbeat period (3 s): a sample that needs a repair at the
+# end of a run still arrives (late: its latency shows) before the subscriber is stopped.
+QUIET_S = 4.0
 DRAIN_TIMEOUT_S = 30.0
 
 # frame type (TSS1) -> the topics the bridge publishes for each frame of it
@@ -173,8 +175,10 @@ def role_emulator(args: argparse.Namespace) -> int:
                         render_every=args.render_every).start()
     commands = _Commands()
     _say(f'READY control={emulator.control_port} sensor={emulator.sensor_ports[0]}')
-    while commands.get() != 'stop':
-        pass
+    while (command := commands.get()) != 'stop':
+        if command == 'drain':
+            drained = all(stream.wait_drained(DRAIN_TIMEOUT_S) for stream in emulator.streams)
+            _say(f'DRAINED {drained}')
     emulator.stop()
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(records, stream)
@@ -302,6 +306,10 @@ def role_subscriber(args: argparse.Namespace) -> int:
         depth = args.large_depth if topic in LARGE_TOPICS else args.depth
         subscriptions[topic] = node.create_subscription(
             types[topic], full_topic(topic), lambda data: None, _qos(depth), raw=True)
+    from diagnostic_msgs.msg import DiagnosticArray
+    diagnostics: list[dict[str, str]] = []
+    diagnostics_sub = node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: None,
+                                               _qos(10))
     commands = _Commands()
     stop = threading.Event()
 
@@ -327,16 +335,25 @@ def role_subscriber(args: argparse.Namespace) -> int:
     with context.handle:
         for handle, _, _ in entries:
             handle.__enter__()
-        wait_set = _rclpy.WaitSet(len(entries), 0, 0, 0, 0, 0, context.handle)
+        diagnostics_handle = diagnostics_sub.handle
+        diagnostics_handle.__enter__()
+        wait_set = _rclpy.WaitSet(len(entries) + 1, 0, 0, 0, 0, 0, context.handle)
         while not stop.is_set():
             wait_set.clear_entities()
             for handle, _, _ in entries:
                 wait_set.add_subscription(handle)
+            wait_set.add_subscription(diagnostics_handle)
             wait_set.wait(100_000_000)
             ready = wait_set.get_ready_entities('subscription')
             if not ready:
                 offset_ns = time_ns() - monotonic_ns()
                 continue
+            if diagnostics_handle.pointer in ready:
+                taken = diagnostics_handle.take_message(DiagnosticArray, False)
+                if taken is not None:
+                    diagnostics.extend(
+                        {value.key: value.value for value in status.values}
+                        for status in taken[0].status if 'sensor stream' in status.name)
             for handle, msg_type, log in entries:
                 if handle.pointer not in ready:
                     continue
@@ -350,7 +367,8 @@ def role_subscriber(args: argparse.Namespace) -> int:
                     dds_s = (received_ns - offset_ns) / 1e9 if received_ns else take_s
                     log.append((cdr_stamp_key(data), dds_s, take_s))
     with open(args.record, 'w', encoding='utf-8') as stream:
-        json.dump({'executor': 'wait-set', 'received': received}, stream)
+        json.dump({'executor': 'wait-set', 'received': received, 'diagnostics': diagnostics},
+                  stream)
     _say('DONE')
     os._exit(0)
 
@@ -362,8 +380,9 @@ class Child:
     """A child process of the harness, driven by stdin lines and answering on stdout lines."""
 
     def __init__(self, name: str, argv: Sequence[str], env: dict[str, str],
-                 log_dir: str) -> None:
+                 log_dir: str, *, interrupt: bool = False) -> None:
         self.name = name
+        self.interrupt = interrupt
         self.lines: queue.Queue[str] = queue.Queue()
         self._stderr = open(os.path.join(log_dir, f'{name}.log'), 'w', encoding='utf-8')
         self.process = subprocess.Popen(
@@ -397,7 +416,7 @@ class Child:
             if line.startswith(prefix):
                 return line
 
-    def ask(self, command: str, prefixes: tuple[str, ...], timeout_s: float = 10.0) -> str:
+    def ask(self, command: str, prefixes: tuple[str, ...], timeout_s: float = 20.0) -> str:
         self.send(command)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -410,8 +429,11 @@ class Child:
         raise RuntimeError(f'{self.name}: no answer to {command!r}')
 
     def finish(self, timeout_s: float = 20.0) -> None:
-        """Ask the child to stop, and end it if it does not."""
-        self.send('stop')
+        """Ask the child to stop (a line, or SIGINT for a ROS node), and end it if it does not."""
+        if self.interrupt:
+            self.process.send_signal(signal.SIGINT)
+        else:
+            self.send('stop')
         try:
             self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -536,7 +558,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             children.append(emulator)
             ready = emulator.expect('READY', START_TIMEOUT_S).split()
             ports = dict(item.split('=') for item in ready[1:])
-            source = Child(f'{tag}-bridge', _bridge_argv(int(ports['sensor'])), env, work_dir)
+            source = Child(f'{tag}-bridge', _bridge_argv(int(ports['sensor'])), env, work_dir,
+                           interrupt=True)
             children.insert(0, source)
             control = ControlClient(port=int(ports['control']), name='benchmark')
             control.start()
@@ -556,6 +579,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
                 raise RuntimeError(f'set_state 1 failed: {reply}')
             time.sleep(seconds)
             control.request('set_state', state=2)
+            # Frames still in the emulator's queue count as sent: let them go out first.
+            emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
         else:
             source.send('play')
             source.expect('PLAYED', seconds + START_TIMEOUT_S)
@@ -573,6 +598,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     with open(sub_record, encoding='utf-8') as stream:
         sub = json.load(stream)
     result = _figures(sent, sub['received'])
+    result['bridge_diagnostics'] = _diagnostic_figures(sub.get('diagnostics', []))
     clock_frames = sum(1 for frame_type, _, _ in sent if frame_type == 2)
     sim_s = clock_frames / PHYSICS_HZ
     rss = [sample[1] for sample in sampler.samples]
@@ -631,6 +657,30 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]]) -> dic
             'latency_max_ms': _round(latencies[-1] if latencies else None),
             'take_latency_p50_ms': _round(_percentile(take_latencies, 0.5))}
     return {'topics': topics}
+
+
+def _diagnostic_figures(samples: list[dict[str, str]]) -> dict[str, Any]:
+    """
+    Summarise the bridge's /diagnostics during a run.
+
+    ``<type>.latency_p50_ms`` is the bridge's transport latency (its receive time minus the
+    frame's publish time): the emulator's queue and the TCP hop. Its median over the run splits
+    the end-to-end latency into transport and bridge + DDS.
+    """
+    out: dict[str, Any] = {}
+    for kind in ('clock', 'ins', 'lidar', 'camera'):
+        values = []
+        for sample in samples:
+            try:
+                values.append(float(sample.get(f'{kind}.latency_p50_ms', '')))
+            except ValueError:
+                continue
+        values.sort()
+        dropped = [sample.get(f'{kind}.dropped') for sample in samples]
+        out[kind] = {'transport_p50_ms': _round(_percentile(values, 0.5)),
+                     'dropped': dropped[-1] if dropped else None}
+    out['samples'] = len(samples)
+    return out
 
 
 def _round(value: float | None) -> float | None:
