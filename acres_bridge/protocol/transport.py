@@ -21,7 +21,8 @@ frames from a blocking socket with a short time-out into buffers it reuses: exac
 ``recv_into``, no copy of a payload, LiDAR points and camera pixels handed out as memoryviews
 valid until the next read. Before reading a payload it checks the claimed length against the
 limit of its type under the current Hello (``frames.max_payload_size``), so a header can never
-make it allocate more. Frames of unknown types are read away in bounded chunks and counted.
+make it allocate more; beyond 1 MiB the buffer grows only as fast as the payload arrives, so a
+claim within the limit that the peer does not fill costs no more than the bytes it sent. Frames of unknown types are read away in bounded chunks and counted.
 
 ``SensorStreamClient`` owns one reader thread, ``sensor-rx:<name>``: it connects, reads,
 calls back on that thread, and reconnects every ``reconnect_s`` after any failure (refused,
@@ -57,6 +58,7 @@ logger = logging.getLogger(__name__)
 READ_TIMEOUT_S = 0.2
 CONNECT_TIMEOUT_S = 2.0
 _DISCARD_CHUNK = 1 << 16
+_GROW_START = 1 << 20
 _SAMPLES = 8192
 _KNOWN_TYPES = frozenset(int(kind) for kind in FrameType)
 
@@ -204,8 +206,7 @@ class FrameReader:
                 if self._on_skipped is not None:
                     self._on_skipped(header)
                 continue
-            payload = self._payload_view(size)
-            self._read_exact(payload, size, boundary=False)
+            payload = self._read_payload(size)
             try:
                 frame = decode_payload(header, payload, self._hello)
             except FrameError as exc:
@@ -214,11 +215,29 @@ class FrameReader:
                 self._hello = frame.hello
             return frame
 
-    def _payload_view(self, size: int) -> memoryview:
-        if size > len(self._buffer):
-            # A new buffer rather than a resize: views of the last frame may still be held.
-            self._buffer = bytearray(size)
-            self._view = memoryview(self._buffer)
+    def _read_payload(self, size: int) -> memoryview:
+        """Read a payload into the buffer; grow it only as fast as bytes actually arrive."""
+        if size <= len(self._buffer):
+            view = self._view[:size]
+            self._read_exact(view, size, boundary=False)
+            return view
+        # A new buffer rather than a resize: views of the last frame may still be held. Above
+        # _GROW_START it doubles as the payload fills it, so a header that claims more than
+        # the peer sends never sizes the buffer (within the limit of its type) by itself.
+        received = 0
+        buffer = bytearray(min(size, max(_GROW_START, len(self._buffer))))
+        while True:
+            view = memoryview(buffer)
+            self._read_exact(view[received:], len(buffer) - received, boundary=False,
+                             before=received, total=size)
+            received = len(buffer)
+            if received == size:
+                break
+            grown = bytearray(min(size, 2 * received))
+            grown[:received] = buffer
+            buffer = grown
+        self._buffer = buffer
+        self._view = memoryview(buffer)
         return self._view[:size]
 
     def _skip(self, size: int) -> None:
@@ -229,7 +248,9 @@ class FrameReader:
             self._read_exact(self._discard, chunk, boundary=False)
             size -= chunk
 
-    def _read_exact(self, view: memoryview, count: int, *, boundary: bool) -> None:
+    def _read_exact(self, view: memoryview, count: int, *, boundary: bool, before: int = 0,
+                    total: int | None = None) -> None:
+        """Fill ``view[:count]``; ``before`` and ``total`` place it in a larger read."""
         received = 0
         recv_into = self._sock.recv_into
         while received < count:
@@ -244,8 +265,8 @@ class FrameReader:
             if got == 0:
                 if boundary and received == 0:
                     raise TransportError('peer closed')
-                raise FrameError(f'truncated frame: the peer closed after {received} of '
-                                 f'{count} bytes')
+                raise FrameError(f'truncated frame: the peer closed after '
+                                 f'{before + received} of {total or count} bytes')
             received += got
         self.bytes_read += count
 
