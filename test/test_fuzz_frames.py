@@ -15,10 +15,10 @@
 """
 Fuzzing of the frame reader: valid sessions, mutated, fed in random chunks.
 
-The CI budget is fixed and derandomized (``ACRES_FUZZ_EXAMPLES`` unset: 300 examples per
+The CI budget is fixed and derandomized (``ACRES_FUZZ_EXAMPLES`` unset: 200 examples per
 test, the same ones on every run). A longer, random run::
 
-    ACRES_FUZZ_EXAMPLES=20000 .venv/bin/python -m pytest -q --timeout=0 test/test_fuzz_frames.py
+    ACRES_FUZZ_EXAMPLES=5000 .venv/bin/python -m pytest -q --timeout=0 test/test_fuzz_frames.py
 
 Whatever the bytes, the reader raises only FrameError or TransportError, never holds a
 buffer larger than the limit of the frame type under the current Hello, consumes exactly
@@ -46,7 +46,7 @@ from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.transport import FrameReader
 from acres_bridge.protocol.transport import SensorStreamClient
 
-EXAMPLES = int(os.environ.get('ACRES_FUZZ_EXAMPLES', '300'))
+EXAMPLES = int(os.environ.get('ACRES_FUZZ_EXAMPLES', '200'))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 derandomize='ACRES_FUZZ_EXAMPLES' not in os.environ,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
