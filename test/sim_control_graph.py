@@ -20,6 +20,8 @@ A small rclpy graph for the sim_control tests: the node under test and a client 
 the action from the test thread, waiting on events with time-outs.
 """
 
+import itertools
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -36,6 +38,7 @@ from simulation_interfaces.action import SimulateSteps
 from acres_bridge.nodes.sim_control import SimControlNode
 
 CALL_TIMEOUT_S = 15.0
+_NAMESPACES = itertools.count()
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float = 10.0,
@@ -59,9 +62,22 @@ def wait_future(future: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
     return future.result()
 
 
+def unique_namespace() -> str:
+    """
+    Return a namespace no other graph uses, in this process or another.
+
+    Test runs on one machine may share a ROS_DOMAIN_ID; a namespace of their own keeps a
+    client from finding the services of another run's node.
+    """
+    return f'/sim_control_test_{os.getpid()}_{next(_NAMESPACES)}'
+
+
 class ControlGraph:
     """
     A SimControlNode connected to ``port`` and a client node, spun by one executor.
+
+    Both nodes live in a namespace of their own (``namespace``); the services, the action and
+    the topic are relative to it, as the contract says.
 
     :param port: the control channel port.
     :param parameters: more parameter overrides of the node (name: value).
@@ -74,9 +90,11 @@ class ControlGraph:
         rclpy.init(context=self.context)
         overrides = [Parameter('port', value=port)] + [
             Parameter(name, value=value) for name, value in (parameters or {}).items()]
+        self.namespace = unique_namespace()
         self.node = SimControlNode(context=self.context, parameter_overrides=overrides,
-                                   **node_options)
-        self.client_node = rclpy.create_node('sim_control_test_client', context=self.context)
+                                   namespace=self.namespace, **node_options)
+        self.client_node = rclpy.create_node('sim_control_test_client', context=self.context,
+                                             namespace=self.namespace)
         # rclpy's ActionClient registers itself with the node before it is complete, so an
         # executor spinning meanwhile can fail on it: create it before spinning.
         self._action_clients = {'simulate_steps': ActionClient(
@@ -118,7 +136,8 @@ class ControlGraph:
             assert client.wait_for_server(timeout_sec=CALL_TIMEOUT_S), f'no action {name}'
             # The server's services can be found before its feedback publisher has matched
             # the client's subscription: feedback sent before that would be lost.
-            wait_for(lambda: self.node.count_subscribers(f'/{name}/_action/feedback') > 0,
+            topic = f'{self.namespace}/{name}/_action/feedback'
+            wait_for(lambda: self.node.count_subscribers(topic) > 0,
                      CALL_TIMEOUT_S, f'the {name} feedback subscription')
             self._action_ready.add(name)
         return client

@@ -150,11 +150,12 @@ def test_every_interface_of_the_contract_is_served(graph):
         'get_spawnables', 'get_named_poses', 'acres/hello', 'acres/set_conditions',
         'acres/set_vehicle_shift', 'acres/get_vehicle_shifts', 'acres/record',
         'acres/farm_state', 'acres/field_query', 'acres/screenshot'}
-    wait_for(lambda: '/acres/screenshot' in dict(
+    namespace = graph.namespace
+    wait_for(lambda: f'{namespace}/acres/screenshot' in dict(
         graph.client_node.get_service_names_and_types()), what='the services in the graph')
     names = dict(graph.client_node.get_service_names_and_types())
-    assert names['/get_entities'] == ['simulation_interfaces/srv/GetEntities']
-    assert names['/acres/farm_state'] == ['acres_interfaces/srv/FarmState']
+    assert names[f'{namespace}/get_entities'] == ['simulation_interfaces/srv/GetEntities']
+    assert names[f'{namespace}/acres/farm_state'] == ['acres_interfaces/srv/FarmState']
 
 
 def test_simulator_features_are_the_hello_features_and_custom_info_the_reply(graph, emulator):

@@ -22,6 +22,7 @@ import sys
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from sim_control_graph import unique_namespace
 from simulation_interfaces.srv import GetSimulationState
 
 from acres_bridge.nodes.sim_control import main
@@ -48,8 +49,9 @@ def test_a_bad_parameter_stops_the_node_with_one_line(argument, text, capsys):
 
 def test_the_executable_serves_the_emulator_and_ends_on_sigint(emulator_factory, ros_context):
     emulator = emulator_factory(lockstep=True, drive='hold')
-    process = _sim_control('-p', f'port:={emulator.control_port}')
-    node = rclpy.create_node('sim_control_main_test', context=ros_context)
+    namespace = unique_namespace()
+    process = _sim_control('-p', f'port:={emulator.control_port}', '-r', f'__ns:={namespace}')
+    node = rclpy.create_node('sim_control_main_test', context=ros_context, namespace=namespace)
     executor = SingleThreadedExecutor(context=ros_context)
     try:
         client = node.create_client(GetSimulationState, 'get_simulation_state')
