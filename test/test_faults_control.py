@@ -281,3 +281,14 @@ def test_emulator_answers_bad_requests_and_keeps_serving(emulator_factory, line)
         refusal = json.loads(lines.readline())
         assert refusal['ok'] is False and refusal['result'] in (0, 4) and 'id' not in refusal
         assert json.loads(lines.readline())['id'] == 5
+
+
+def test_emulator_refuses_a_weather_preset_that_is_not_text(emulator_factory):
+    # Found by test_fuzz_control.py: a list as preset raised TypeError inside the op.
+    emulator = emulator_factory(**EMULATOR)
+    with socket.create_connection(('127.0.0.1', emulator.control_port), timeout=WAIT_S) as sock:
+        lines = sock.makefile('rb')
+        lines.readline()
+        sock.sendall(b'{"id": 1, "op": "set_conditions", "weather": {"preset": []}}\n')
+        reply = json.loads(lines.readline())
+        assert reply['result'] == 4 and reply['error'].startswith('weather: preset must be one of')

@@ -177,12 +177,13 @@ SAFE_OPS = ['hello', 'get_state', 'get_entities', 'get_entity_state', 'set_entit
 FIELDS = ['entity', 'name', 'uri', 'pose', 'twist', 'frame', 'x', 'y', 'fields',
           'edge_band_m', 'agent', 'shift', 'clock', 'weather', 'soil', 'allow_renaming',
           'position', 'orientation', 'state', 'steps', 'scope', 'filter', 'initial_pose',
-          'namespace', 'date', 'preset', 'lidar', 'camera', 'ins']
+          'namespace', 'date', 'preset', 'lidar', 'camera', 'ins', 'soil_water',
+          'restore_fields', 'wetness', 'rain_mm_h', 'hour', 'label', 'tags', 'categories']
 RESULTS = {0, 1, 2, 3, 4, 101, 102, 103, 104, 107}
 _values = st.recursive(
     _scalars, lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(FIELDS + ['position', 'orientation', 'x', 'y', 'z',
-                                                'w', 'linear', 'angular']), inner, max_size=5),
+    | st.dictionaries(st.sampled_from(FIELDS + ['z', 'w', 'linear', 'angular']), inner,
+                      max_size=5),
     max_leaves=10)
 requests = st.builds(lambda op, fields: {'op': op, **fields}, st.sampled_from(SAFE_OPS),
                      st.dictionaries(st.sampled_from(FIELDS), _values, max_size=4))

@@ -603,7 +603,8 @@ class World:
         if weather is not None:
             preset = weather.get('preset') if isinstance(weather, dict) else None
             rain = weather.get('rain_mm_h', -1.0) if isinstance(weather, dict) else None
-            if preset not in _WEATHER_RAIN_MM_H or not _is_number(rain):
+            if (not isinstance(preset, str) or preset not in _WEATHER_RAIN_MM_H
+                    or not _is_number(rain)):
                 errors.append('weather: preset must be one of '
                               + ', '.join(_WEATHER_RAIN_MM_H))
             else:
