@@ -179,6 +179,9 @@ def role_emulator(args: argparse.Namespace) -> int:
         if command == 'drain':
             drained = all(stream.wait_drained(DRAIN_TIMEOUT_S) for stream in emulator.streams)
             _say(f'DRAINED {drained}')
+        elif command == 'reset':
+            records.clear()
+            _say('RESET')
     emulator.stop()
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(records, stream)
@@ -242,7 +245,15 @@ def role_floor(args: argparse.Namespace) -> int:
     commands = _Commands()
     _say('READY')
     records: list[tuple[int, int, float]] = []
-    if commands.get() == 'play':
+    command = commands.get()
+    while command == 'warmup':
+        # One message per topic, stamped before the run's first step; the subscriber forgets it.
+        for topic in TOPICS:
+            _set_stamp(messages[topic], topic, 0, 0)
+            publishers[topic].publish(messages[topic])
+        _say('WARM')
+        command = commands.get()
+    if command == 'play':
         steps_per_s = PHYSICS_HZ * args.rate
         start = time.monotonic()
         end = start + args.seconds
@@ -322,6 +333,13 @@ def role_subscriber(args: argparse.Namespace) -> int:
                 _say('MATCHED' if not missing else f'MISSING {" ".join(missing)}')
             elif command == 'count':
                 _say(f'COUNT {sum(len(log) for log in received.values())}')
+            elif command == 'topics':
+                _say('TOPICS ' + ' '.join(str(len(received[topic])) for topic in TOPICS))
+            elif command == 'reset':
+                for log in received.values():
+                    log.clear()
+                diagnostics.clear()
+                _say('RESET')
             elif command == 'stop':
                 break
         stop.set()
@@ -504,7 +522,25 @@ class _Sampler:
         self._thread.join()
 
 
-def _wait_quiet(subscriber: Child, timeout_s: float) -> int:
+def _warm_up(subscriber: Child, publish_some: Any) -> None:
+    """
+    Publish until the subscriber has a message on every topic.
+
+    The subscriber seeing a writer does not mean the writer has matched the subscriber yet
+    (discovery is two-sided and slow on a loaded machine); a sample published before that is
+    never delivered. After a message has come through on every topic, every pair is matched.
+    """
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        publish_some()
+        counts = subscriber.ask('topics', ('TOPICS',)).split()[1:]
+        if all(int(count) > 0 for count in counts):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f'warm-up: no message on some topics: {dict(zip(TOPICS, counts))}')
+
+
+def _wait_quiet(subscriber: Child, timeout_s: float, quiet_s: float = QUIET_S) -> int:
     """Wait until the subscriber's message count stops growing; return it."""
     deadline = time.monotonic() + timeout_s
     last = -1
@@ -514,7 +550,7 @@ def _wait_quiet(subscriber: Child, timeout_s: float) -> int:
         now = time.monotonic()
         if count != last:
             last, stable_since = count, now
-        elif now - stable_since >= QUIET_S or now >= deadline:
+        elif now - stable_since >= quiet_s or now >= deadline:
             return count
         time.sleep(0.25)
 
@@ -570,6 +606,15 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             children.append(source)
             source.expect('READY', START_TIMEOUT_S)
         _wait_matched(subscriber, START_TIMEOUT_S)
+        if control is not None:
+            _warm_up(subscriber, lambda: control.request('step', steps=12, timeout_s=30.0))
+            emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
+            _wait_quiet(subscriber, DRAIN_TIMEOUT_S, quiet_s=0.5)
+            emulator.ask('reset', ('RESET',))
+        else:
+            _warm_up(subscriber, lambda: source.ask('warmup', ('WARM',)))
+            _wait_quiet(subscriber, DRAIN_TIMEOUT_S, quiet_s=0.5)
+        subscriber.ask('reset', ('RESET',))
         sampler = _Sampler(source.process.pid)
         cpu_start = sampler.cpu_s()
         wall_start = time.monotonic()
