@@ -391,6 +391,54 @@ def role_subscriber(args: argparse.Namespace) -> int:
     os._exit(0)
 
 
+# --- child: the bridge under cProfile -----------------------------------------------------
+
+
+def role_bridge_profiled(args: argparse.Namespace) -> int:
+    """
+    Run sensor_bridge's main() with every thread under cProfile; write the merged stats.
+
+    cProfile sees one thread only, and the sensor path runs on the ``sensor-rx`` reader thread:
+    each new thread enables a profiler of its own on its first profiling event. The timer is
+    the thread's CPU time, so waiting on the socket and being preempted on a busy machine do
+    not count.
+    """
+    import cProfile
+    import pstats
+    from acres_bridge.nodes import sensor_bridge
+    profiles: dict[str, cProfile.Profile] = {}
+
+    def start_profiler(frame: Any, event: str, arg: Any) -> None:
+        sys.setprofile(None)
+        profiler = cProfile.Profile(time.thread_time)
+        profiles[threading.current_thread().name] = profiler
+        profiler.enable()
+
+    threading.setprofile(start_profiler)
+    main_profiler = cProfile.Profile(time.thread_time)
+    profiles['main'] = main_profiler
+    main_profiler.enable()
+    try:
+        code = sensor_bridge.main(['sensor_bridge', '--ros-args', '-r', f'__ns:={NAMESPACE}',
+                                   '-p', f'port:={args.port}', '-p', 'host:=127.0.0.1'])
+    finally:
+        main_profiler.disable()
+        for profiler in profiles.values():
+            profiler.disable()
+        stats = None
+        for name, profiler in profiles.items():
+            try:
+                stats = pstats.Stats(profiler) if stats is None else stats.add(profiler)
+            except TypeError:
+                continue   # a thread that never ran Python code
+            single = pstats.Stats(profiler, stream=sys.stderr)
+            print(f'=== thread {name}', file=sys.stderr)
+            single.sort_stats('tottime').print_stats(25)
+        if stats is not None:
+            stats.dump_stats(args.record)
+    return code or 0
+
+
 # --- the harness ----------------------------------------------------------------------------
 
 
@@ -569,8 +617,8 @@ def _wait_matched(subscriber: Child, timeout_s: float) -> None:
 
 
 def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: int,
-             work_dir: str, depth: int, large_depth: int,
-             render_every: int) -> dict[str, Any]:
+             work_dir: str, depth: int, large_depth: int, render_every: int,
+             profile: bool = False) -> dict[str, Any]:
     """Run one measurement (``bridge`` or ``floor``); return its figures."""
     from acres_bridge.protocol.control import ControlClient
     tag = f'{mode}-{config}-{rate:g}x'
@@ -594,8 +642,10 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             children.append(emulator)
             ready = emulator.expect('READY', START_TIMEOUT_S).split()
             ports = dict(item.split('=') for item in ready[1:])
-            source = Child(f'{tag}-bridge', _bridge_argv(int(ports['sensor'])), env, work_dir,
-                           interrupt=True)
+            argv = _bridge_argv(int(ports['sensor'])) if not profile else me + [
+                '_bridge_profiled', '--port', ports['sensor'],
+                '--record', os.path.join(work_dir, f'{tag}-bridge.prof')]
+            source = Child(f'{tag}-bridge', argv, env, work_dir, interrupt=True)
             children.insert(0, source)
             control = ControlClient(port=int(ports['control']), name='benchmark')
             control.start()
@@ -624,12 +674,13 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
                 raise RuntimeError(f'set_state 1 failed: {reply}')
             time.sleep(seconds)
             control.request('set_state', state=2)
+            wall_s = time.monotonic() - wall_start
             # Frames still in the emulator's queue count as sent: let them go out first.
             emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
         else:
             source.send('play')
             source.expect('PLAYED', seconds + START_TIMEOUT_S)
-        wall_s = time.monotonic() - wall_start
+            wall_s = time.monotonic() - wall_start
         _wait_quiet(subscriber, DRAIN_TIMEOUT_S)
         cpu_s = sampler.cpu_s() - cpu_start
         sampler.stop()
@@ -756,7 +807,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   configs: Sequence[str] = DEFAULT_CONFIGS, seconds: float = 60.0,
                   domain_id: int = DEFAULT_DOMAIN_ID, work_dir: str, depth: int = 200,
                   large_depth: int = 10, render_every: int = 10,
-                  modes: Sequence[str] = ('bridge', 'floor'),
+                  modes: Sequence[str] = ('bridge', 'floor'), profile: bool = False,
+                  rate_seconds: dict[float, float] | None = None,
                   log: Any = print) -> dict[str, Any]:
     """Run every (config, rate, mode); return the report (also the JSON document)."""
     os.makedirs(work_dir, exist_ok=True)
@@ -765,10 +817,11 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
         for rate in rates:
             pair = {}
             for mode in modes:
-                log(f'--- {mode} {config} {rate:g}x for {seconds:g} s')
-                result = run_once(mode, config, rate, seconds=seconds, domain_id=domain_id,
+                run_s = (rate_seconds or {}).get(rate, seconds)
+                log(f'--- {mode} {config} {rate:g}x for {run_s:g} s')
+                result = run_once(mode, config, rate, seconds=run_s, domain_id=domain_id,
                                   work_dir=work_dir, depth=depth, large_depth=large_depth,
-                                  render_every=render_every)
+                                  render_every=render_every, profile=profile)
                 log(_summary_line(result))
                 pair[mode] = result
                 runs.append(result)
@@ -778,7 +831,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
         'machine': {'cores': os.cpu_count(), 'platform': platform.platform(),
                     'python': platform.python_version(), 'processor': platform.processor(),
                     'affinity': len(os.sched_getaffinity(0))},
-        'settings': {'seconds': seconds, 'rates': list(rates), 'configs': list(configs),
+        'settings': {'seconds': seconds, 'rate_seconds': rate_seconds or {},
+                     'rates': list(rates), 'configs': list(configs),
                      'qos': f'reliable keep-last; floor depth {depth} (clouds and images '
                             f'{large_depth}); subscriber depth {SUBSCRIBER_DEPTH} '
                             f'({SUBSCRIBER_LARGE_DEPTH})',
@@ -807,7 +861,8 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
         '# Sensor bridge benchmark', '',
         f"Measured {report['date']} UTC with `tools/benchmark.py` on {machine['cores']} cores "
         f"({machine['platform']}, Python {machine['python']}); {report['settings']['seconds']:g} "
-        'wall seconds per run; the emulator renders every '
+        f"wall seconds per run (other rates: {report['settings'].get('rate_seconds') or 'none'}); "
+        'the emulator renders every '
         f"{report['settings']['emulator_render_every']}th LiDAR and camera frame afresh.", '',
         'Latency is receive time in the subscriber minus the publish time of the frame '
         '(CLOCK_MONOTONIC; for the bridge the time the emulator queued the frame, so it '
@@ -896,6 +951,8 @@ def _parser() -> argparse.ArgumentParser:
                         default=['bridge', 'floor'], help='what to measure (default both)')
     parser.add_argument('--seconds', type=float, default=60.0,
                         help='wall seconds of each run (default 60)')
+    parser.add_argument('--rate-seconds', nargs='*', default=[], metavar='RATE=SECONDS',
+                        help='other wall seconds for some rates, e.g. 1=20 5=20 20=20')
     parser.add_argument('--domain-id', type=int, default=DEFAULT_DOMAIN_ID,
                         help=f'ROS_DOMAIN_ID of the runs (default {DEFAULT_DOMAIN_ID})')
     parser.add_argument('--depth', type=int, default=200,
@@ -911,6 +968,9 @@ def _parser() -> argparse.ArgumentParser:
                         help='where benchmarks.json, .md and .png go (default docs/)')
     parser.add_argument('--work-dir', default=None,
                         help='where the raw records and child logs go (default a temp folder)')
+    parser.add_argument('--profile', action='store_true',
+                        help='run the bridge in-process under cProfile (all threads); the '
+                             'stats go to <work-dir>/bridge-*.prof and the bridge log')
     parser.add_argument('--name', default='benchmarks',
                         help='the base name of the output files (default benchmarks)')
     return parser
@@ -924,17 +984,20 @@ def _role_parser(role: str) -> argparse.ArgumentParser:
     parser.add_argument('--depth', type=int, default=200)
     parser.add_argument('--large-depth', type=int, default=10)
     parser.add_argument('--render-every', type=int, default=10)
+    parser.add_argument('--port', type=int, default=0)
     return parser
 
 
-ROLES = {'_emulator': role_emulator, '_floor': role_floor, '_subscriber': role_subscriber}
+ROLES = {'_emulator': role_emulator, '_floor': role_floor, '_subscriber': role_subscriber,
+         '_bridge_profiled': role_bridge_profiled}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, or one of its child roles."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ROLES:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if argv[0] != '_bridge_profiled':
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return ROLES[argv[0]](_role_parser(argv[0]).parse_args(argv[1:]))
     args = _parser().parse_args(argv)
     import tempfile
@@ -944,6 +1007,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                            domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
                            large_depth=args.large_depth,
                            render_every=args.render_every, modes=args.modes,
+                           profile=args.profile, rate_seconds={
+                               float(item.split('=')[0]): float(item.split('=')[1])
+                               for item in args.rate_seconds},
                            log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name)
