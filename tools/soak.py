@@ -17,8 +17,9 @@
 Soak the sensor bridge: the emulator, the sensor_bridge executable and a subscriber, for long.
 
 Three processes: ``acres_sim_emulator`` playing at ``--rate`` times real time, the
-``sensor_bridge`` node on its stream, and this script's subscriber node, which takes every
-topic of the agent (serialised, so that Python does not have to convert clouds and images).
+``sensor_bridge`` node on its stream, and this script's subscriber node, which takes the
+agent's topics (serialised, so that Python does not have to convert clouds and images). The
+world starts paused and plays once the subscriber has discovered every publisher.
 Every ``--sample-s`` it prints the resident memory of each process and the messages received;
 at the end it stops the emulator, lets the last messages arrive, and prints the losses: frames
 the emulator dropped (its STOP log line), sequence gaps and bad frames the bridge saw, frames
@@ -234,7 +235,7 @@ def _emulator_drops(log_path: str) -> dict[str, tuple[int, int]]:
             for name, frames, _, drops in _COUNTER.findall(lines[-1])}
 
 
-def _pause(control_port: int) -> None:
+def _set_state(control_port: int, state: int) -> None:
     from acres_bridge.protocol.control import ControlClient
     client = ControlClient('127.0.0.1', control_port, timeout_s=10.0)
     client.start()
@@ -242,9 +243,9 @@ def _pause(control_port: int) -> None:
         deadline = time.monotonic() + 10.0
         while not client.connected and time.monotonic() < deadline:
             time.sleep(0.05)
-        reply = client.request('set_state', state=2)
+        reply = client.request('set_state', state=state)
         if not reply.get('ok'):
-            print(f'soak: pausing failed: {reply}', file=sys.stderr)
+            print(f'soak: set_state {state} failed: {reply}', file=sys.stderr)
     finally:
         client.stop()
 
@@ -276,8 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(logs, exist_ok=True)
     emulator_log = os.path.join(logs, 'emulator.log')
     bridge_log = os.path.join(logs, 'sensor_bridge.log')
+    # Paused until the subscriber has found every publisher: messages published before DDS
+    # discovery matched them would count as lost.
     emulator = _start(['-m', 'acres_bridge.emulator', '--control-port', '0', '--sensor-ports',
-                       '0', '--rate', str(options.rate), '--mode', options.mode,
+                       '0', '--lockstep', '--rate', str(options.rate), '--mode', options.mode,
                        '--render-every', str(options.render_every)], environment, emulator_log)
     ready = emulator.stdout.readline().split()
     if not ready or ready[0] != 'ACRES_SIM_EMULATOR_READY':
@@ -297,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     spinner.start()
     bridge = _start(['-m', 'acres_bridge.nodes.sensor_bridge', '--ros-args', '-p',
                      f'port:={sensor_port}', '-p', 'reconnect_s:=0.5'], environment, bridge_log)
+    deadline = time.monotonic() + 60.0
+    while time.monotonic() < deadline and not all(
+            subscriber.node.count_publishers(topic) for topic in subscriber.counts):
+        time.sleep(0.1)
+    _set_state(control_port, 1)
     print(f'soak: emulator pid {emulator.pid} (rate {options.rate:g}, {options.mode}, DDS '
           f'{options.dds}), '
           f'sensor_bridge pid {bridge.pid}, subscriber pid {os.getpid()}, '
@@ -327,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(min(1.0, max(0.0, next_sample - time.monotonic())))
         # Pause the world, let the bridge and the subscriber drain, then stop the emulator:
         # what is still in flight at the end is not counted as lost.
-        _pause(control_port)
+        _set_state(control_port, 2)
         counts, diagnostics, clock_s = _drained(subscriber)
         emulator_code = _stop(emulator)
     finally:
