@@ -41,7 +41,7 @@ from simulation_interfaces.srv import StepSimulation
 from acres_bridge.protocol.control import ControlClient
 
 
-_ECHO_SERVICE = """
+_ECHO_SERVICE = '''
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from simulation_interfaces.srv import GetSimulationState
@@ -53,7 +53,7 @@ try:
     rclpy.spin(node)
 except (KeyboardInterrupt, ExternalShutdownException):
     pass
-"""
+'''
 
 
 def _percentiles(samples_s: list[float]) -> str:

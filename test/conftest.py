@@ -20,18 +20,17 @@ any test. Each run takes its own ROS_DOMAIN_ID (from the process id unless the c
 so two runs on one machine do not see each other.
 """
 
+from collections.abc import Iterator
 import os
+import threading
 
+import pytest
+
+# Set before any test module imports rclpy (conftest.py is imported first).
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+# Humble reads ROS_LOCALHOST_ONLY; later distributions read the range above.
 os.environ['ROS_LOCALHOST_ONLY'] = '1'
 os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
-# Humble reads ROS_LOCALHOST_ONLY, later distributions warn that it is deprecated.
-os.environ.setdefault('RCUTILS_LOGGING_SEVERITY_THRESHOLD', 'WARN')
-
-from collections.abc import Iterator  # noqa: E402
-import threading  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture
@@ -91,7 +90,7 @@ def spinning(ros_context: object) -> Iterator[SpinningExecutor]:
 
 @pytest.fixture
 def emulator_factory() -> Iterator[object]:
-    """Start emulators on free loopback ports: ``emulator_factory(vehicles=..., mode=...)``."""
+    """Give a function that starts emulators on free loopback ports and stops them after."""
     from acres_bridge.emulator.server import Emulator
     started = []
 

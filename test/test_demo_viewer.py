@@ -31,15 +31,13 @@ import subprocess
 import sys
 import threading
 
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped
 import numpy as np
 from PIL import Image as PilImage
 import psutil
 import pytest
-
 from rclpy.serialization import serialize_message
-
-from builtin_interfaces.msg import Time
-from geometry_msgs.msg import TransformStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu

@@ -68,8 +68,9 @@ import time
 from typing import Any
 from typing import TextIO
 
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
 import numpy as np
-
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -81,9 +82,6 @@ from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rclpy.subscription import Subscription
 from rclpy.task import Future
-
-from diagnostic_msgs.msg import DiagnosticArray
-from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo
 from sensor_msgs.msg import Image

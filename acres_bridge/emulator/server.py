@@ -12,12 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""
+r"""
 The emulator of the simulator's sockets: :class:`Emulator` in-process, :func:`main` as a CLI.
 
 One control channel and one sensor stream per agent, all on 127.0.0.1::
 
-    acres_sim_emulator --control-port 5600 --sensor-ports 5601,5602 \\
+    acres_sim_emulator --control-port 5600 --sensor-ports 5601,5602 \
         --vehicles polaris,maxxum --lockstep --mode game --seed 42 --rate 1.0
 
 Port 0 binds any free port; the CLI prints the bound ports in one line

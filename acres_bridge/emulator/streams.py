@@ -166,7 +166,7 @@ class SensorStreamServer:
 
     def queue(self, frame_type: int, payload: bytes, stamp_s: float) -> bool:
         """
-        Number and queue one frame for the client.
+        Give one frame its sequence number and queue it for the client.
 
         :return: True when queued; False without a client or when the drop rules drop it.
         """

@@ -22,7 +22,8 @@ frames from a blocking socket with a short time-out into buffers it reuses: exac
 valid until the next read. Before reading a payload it checks the claimed length against the
 limit of its type under the current Hello (``frames.max_payload_size``), so a header can never
 make it allocate more; beyond 1 MiB the buffer grows only as fast as the payload arrives, so a
-claim within the limit that the peer does not fill costs no more than the bytes it sent. Frames of unknown types are read away in bounded chunks and counted.
+claim within the limit that the peer does not fill costs no more than the bytes it sent.
+Frames of unknown types are read away in bounded chunks and counted.
 
 ``SensorStreamClient`` owns one reader thread, ``sensor-rx:<name>``: it connects, reads,
 calls back on that thread, and reconnects every ``reconnect_s`` after any failure (refused,
@@ -50,8 +51,8 @@ from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HEADER_SIZE
 from acres_bridge.protocol.frames import Hello
 from acres_bridge.protocol.frames import HelloFrame
-from acres_bridge.protocol.frames import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.frames import max_payload_size
+from acres_bridge.protocol.frames import MAX_SENSOR_PAYLOAD
 
 logger = logging.getLogger(__name__)
 
