@@ -531,8 +531,8 @@ def dds_env(config: str, domain_id: int) -> dict[str, str]:
                  'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTDDS_BUILTIN_TRANSPORTS'):
         env.pop(name, None)
     if config == 'xml':
+        # Humble's Fast DDS 2.6 reads FASTRTPS_DEFAULT_PROFILES_FILE; later ones warn about it.
         env['FASTDDS_DEFAULT_PROFILES_FILE'] = XML_PROFILE
-        env['FASTRTPS_DEFAULT_PROFILES_FILE'] = XML_PROFILE
         env['RMW_FASTRTPS_USE_QOS_FROM_XML'] = '1'
     elif config != 'default':
         raise ValueError(f'unknown DDS configuration {config!r}')
