@@ -93,6 +93,7 @@ TARGET_ADDED_P50_MS = {'lidar/points': 1.0, 'camera/image_raw': 1.0, '/clock': 0
                        'ins/imu': 0.3}
 TARGET_CPU_FRACTION_1X = 0.10
 TARGET_RSS_MB = 250.0
+NOTES_MARKER = '<!-- notes: kept by tools/benchmark.py -->'
 _STAMP = struct.Struct('<iI')   # builtin_interfaces/Time after the 4-byte CDR encapsulation
 
 
@@ -888,8 +889,15 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
                       _cell(t['latency_p99_ms']), _cell(t['latency_max_ms']), _cell(added)]
             lines.append('| ' + ' | '.join(cells + tail) + ' |')
     lines.append('')
+    text = '\n'.join(lines)
+    # Hand-written findings below the marker survive a new run.
+    if os.path.exists(path):
+        with open(path, encoding='utf-8') as stream:
+            previous = stream.read()
+        if NOTES_MARKER in previous:
+            text += '\n' + previous[previous.index(NOTES_MARKER):]
     with open(path, 'w', encoding='utf-8') as stream:
-        stream.write('\n'.join(lines))
+        stream.write(text)
 
 
 def _cell(value: Any) -> str:
