@@ -1008,6 +1008,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         return ROLES[argv[0]](_role_parser(argv[0]).parse_args(argv[1:]))
     args = _parser().parse_args(argv)
+
+    def on_terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt   # unwinds run_once, which stops every child
+
+    signal.signal(signal.SIGTERM, on_terminate)
     import tempfile
     work_dir = args.work_dir or tempfile.mkdtemp(prefix='acres_benchmark_')
     print(f'records and logs in {work_dir}', flush=True)
