@@ -158,6 +158,7 @@ class FaultProxy:
         self._stop = threading.Event()
         self._lock = threading.Condition()
         self._faults: list[Fault] = []
+        self._taken: list[Fault] = []     # stalls and delays may still wait on their release
         self._sessions: list[_Session] = []
         self._threads: list[threading.Thread] = []
         self.connections = 0
@@ -184,7 +185,7 @@ class FaultProxy:
         self._stop.set()
         with self._lock:
             sessions = list(self._sessions)
-            faults = list(self._faults)
+            faults = self._faults + self._taken
             self._lock.notify_all()
         for fault in faults:
             fault.release.set()
@@ -256,6 +257,7 @@ class FaultProxy:
         with self._lock:
             for index, fault in enumerate(self._faults):
                 if match(fault):
+                    self._taken.append(fault)
                     return self._faults.pop(index)
         return None
 
