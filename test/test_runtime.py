@@ -17,20 +17,17 @@
 from array import array
 import threading
 
-import pytest
-
-rclpy = pytest.importorskip('rclpy')
-
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.action import ActionServer  # noqa: E402
-from rclpy.action import CancelResponse  # noqa: E402
-from rclpy.qos import QoSProfile  # noqa: E402
-from rclpy.qos import ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import PointCloud2  # noqa: E402
-from sensor_msgs.msg import PointField  # noqa: E402
-from simulation_interfaces.action import SimulateSteps  # noqa: E402
-from simulation_interfaces.msg import Result  # noqa: E402
-from simulation_interfaces.srv import GetSimulationState  # noqa: E402
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.action import ActionServer
+from rclpy.action import CancelResponse
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from sensor_msgs.msg import PointCloud2
+from sensor_msgs.msg import PointField
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import GetSimulationState
 
 WAIT_S = 10.0
 
