@@ -215,15 +215,36 @@ def test_sensor_bridge_node_refuses_other_hosts_before_connecting(guarded, ros_c
     assert [kind for kind, _ in guarded if kind == 'connect'] == []
 
 
-@pytest.mark.parametrize('module', ['sensor_bridge', 'sim_control'])
-def test_node_process_exits_with_one_line_for_another_host(module):
+@pytest.mark.parametrize('host', ['10.1.2.3', 'localhost.attacker.example'])
+def test_sim_control_and_session_nodes_refuse_other_hosts_before_connecting(
+        guarded, ros_context, host):
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from acres_bridge.nodes.bridge import SessionBridge
+    from acres_bridge.nodes.parameters import ParameterError
+    from acres_bridge.nodes.sim_control import SimControlNode
+    overrides = [Parameter('host', value=host)]
+    with pytest.raises(ParameterError, match='^parameter host: '):
+        SimControlNode(context=ros_context, parameter_overrides=overrides)
+    executor = SingleThreadedExecutor(context=ros_context)
+    try:
+        with pytest.raises(ParameterError, match='^parameter host: '):
+            SessionBridge(executor, context=ros_context, parameter_overrides=overrides)
+    finally:
+        executor.shutdown()
+    assert [kind for kind, _ in guarded if kind == 'connect'] == []
+
+
+@pytest.mark.parametrize('module, name', [('sensor_bridge', 'sensor_bridge'),
+                                          ('sim_control', 'sim_control'),
+                                          ('bridge', 'acres_bridge')])
+def test_node_process_exits_with_one_line_for_another_host(module, name):
     result = subprocess.run(
         [sys.executable, '-m', f'acres_bridge.nodes.{module}', '--ros-args', '-p',
          'host:=10.1.2.3'], capture_output=True, text=True, timeout=60,
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith(f'{module}: ')
-    assert "host '10.1.2.3' resolves to 10.1.2.3" in lines[0]
-    assert lines[0].endswith('is not a loopback address: the simulator listens on 127.0.0.1 only')
+    assert lines == [f"{name}: parameter host: host '10.1.2.3' resolves to 10.1.2.3, which "
+                     'is not a loopback address: the simulator listens on 127.0.0.1 only']
