@@ -236,6 +236,7 @@ def _due(step: int, hz: int) -> bool:
 def role_floor(args: argparse.Namespace) -> int:
     """Publish ready-made messages on the bridge's topics at the emulator's schedule."""
     import rclpy
+    from rclpy._rclpy_pybind11 import RCLError
     rclpy.init()
     node = rclpy.create_node('floor_publisher', namespace=NAMESPACE)
     types = _message_types()
@@ -246,6 +247,7 @@ def role_floor(args: argparse.Namespace) -> int:
     commands = _Commands()
     _say('READY')
     records: list[tuple[int, int, float]] = []
+    publish_errors = 0
     command = commands.get()
     while command == 'warmup':
         # One message per topic, stamped before the run's first step; the subscriber forgets it.
@@ -280,9 +282,13 @@ def role_floor(args: argparse.Namespace) -> int:
                 for topic in FRAME_TOPICS[frame_type]:
                     message = messages[topic]
                     _set_stamp(message, topic, sec, nanosec)
-                    publishers[topic].publish(message)
+                    try:
+                        publishers[topic].publish(message)
+                    except RCLError:
+                        # Fast DDS refuses a write it cannot place in time: a lost message.
+                        publish_errors += 1
                 records.append((frame_type, key, publish_s))
-        _say(f'PLAYED steps={step}')
+        _say(f'PLAYED steps={step} publish_errors={publish_errors}')
         while commands.get() != 'stop':
             pass
     with open(args.record, 'w', encoding='utf-8') as stream:
