@@ -75,7 +75,6 @@ class Bridge:
         topics = {prefix + topic: kind for topic, kind in AGENT_TOPICS.items()}
         self.recorder = Recorder(context, {**topics, **GLOBAL_TOPICS})
         self.prefix = prefix
-        self._spinning = spinning
         spinning.add(self.node)
         spinning.add(self.recorder.node)
         self.tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
@@ -83,7 +82,6 @@ class Bridge:
 
     def close(self) -> None:
         for node in (self.node, self.recorder.node):
-            self._spinning.executor.remove_node(node)
             node.destroy_node()
 
     def topic(self, name: str) -> str:
@@ -108,6 +106,8 @@ def bridges(ros_context, spinning):
         return bridge
 
     yield start
+    # Nodes are destroyed once nothing spins them: rclpy's wait set races with destruction.
+    spinning.shutdown()
     for bridge in started:
         bridge.close()
 

@@ -81,17 +81,18 @@ def session(ros_context, spinning, emulator_factory):
     for tap in taps.values():
         tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
     wait_matched(publisher for bridge in bridges for publisher in bridge.publishers.values())
-    yield emulator, node, bridges, taps, recorder
+    yield emulator, node, bridges, taps, recorder, spinning
+    # Nodes are destroyed once nothing spins them: rclpy's wait set races with destruction.
+    spinning.shutdown()
     for bridge in bridges:
         bridge.destroy()
     shared.destroy()
     for each in (node, recorder.node):
-        spinning.executor.remove_node(each)
         each.destroy_node()
 
 
 def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(session):
-    emulator, node, bridges, taps, recorder = session
+    emulator, node, bridges, taps, recorder, spinning = session
     assert [bridge.name for bridge in bridges] == list(AGENTS)
     assert sorted(bridges[0].publishers) == sorted(
         ['/clock'] + [f'polaris/{topic}' for topic in AGENT_TOPICS])
@@ -129,7 +130,7 @@ def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(sessio
 
 
 def test_the_lockstep_hook_tells_when_every_stream_published_its_barrier(session):
-    emulator, node, bridges, taps, recorder = session
+    emulator, node, bridges, taps, recorder, spinning = session
     channel = JsonChannel(emulator.control_port)
     seen: dict[str, list[tuple[int, float]]] = {agent: [] for agent in AGENTS}
     lock = threading.Lock()
@@ -176,9 +177,9 @@ def test_the_lockstep_hook_tells_when_every_stream_published_its_barrier(session
 
 
 def test_destroying_a_bridge_joins_its_reader_and_keeps_the_others_tree(session):
-    emulator, node, bridges, taps, recorder = session
+    emulator, node, bridges, taps, recorder, spinning = session
     recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 12)
-    bridges[1].destroy()
+    bridges[1].destroy()    # while the node spins
     assert not any(thread.name == 'sensor-rx:maxxum' for thread in threading.enumerate())
     assert any(thread.name == 'sensor-rx:polaris' for thread in threading.enumerate())
     static = recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 6)
@@ -213,7 +214,7 @@ def test_two_namespaced_sensor_bridge_nodes_share_one_executor(ros_context, spin
         assert recorder.messages['/maxxum/lidar/points'][0].width == 8
         assert wait_for_barriers([node.bridge for node in nodes], 12, timeout_s=15.0)
     finally:
+        spinning.shutdown()
         for each in (*nodes, recorder.node):
-            spinning.executor.remove_node(each)
             each.destroy_node()
     assert not any(thread.name.startswith('sensor-rx:') for thread in threading.enumerate())

@@ -56,6 +56,10 @@ import rclpy
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.executors import ExternalShutdownException
+try:
+    from rclpy.event_handler import PublisherEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy
@@ -142,6 +146,20 @@ def _overridable() -> QoSOverridingOptions:
     return QoSOverridingOptions.with_default_policies()
 
 
+def _create_publisher(node: Node, message_type: type, topic: str, qos: QoSProfile) -> Publisher:
+    """
+    Create a publisher whose QoS users may override and that adds nothing to the wait set.
+
+    rclpy gives each publisher an incompatible-QoS event handler, a waitable of the executor's
+    wait set; destroying it while an executor builds its wait set kills the executor
+    (InvalidHandle). Without it a bridge can be destroyed while its node spins; a subscriber
+    that asks for an incompatible QoS still hears about it from its own side.
+    """
+    return node.create_publisher(
+        message_type, topic, qos, qos_overriding_options=_overridable(),
+        event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
+
+
 def _transform_key(transforms: Iterable[TransformStamped]) -> tuple:
     """Return what identifies a set of static transforms (the stamp aside)."""
     return tuple(
@@ -169,8 +187,7 @@ class SharedPublishers:
         self._node = node
         self._lock = threading.Lock()
         self._static: dict[int, list[TransformStamped]] = {}
-        self._tf_static = node.create_publisher(
-            TFMessage, '/tf_static', tf_static_qos(), qos_overriding_options=_overridable())
+        self._tf_static = _create_publisher(node, TFMessage, '/tf_static', tf_static_qos())
         self._tf: Publisher | None = None
         self._diagnostics: Publisher | None = None
         self._timer = None
@@ -180,8 +197,7 @@ class SharedPublishers:
     def tf_publisher(self) -> Publisher:
         """Return the ``/tf`` publisher, created on the first call."""
         if self._tf is None:
-            self._tf = self._node.create_publisher(
-                TFMessage, '/tf', reliable_qos(TF_DEPTH), qos_overriding_options=_overridable())
+            self._tf = _create_publisher(self._node, TFMessage, '/tf', reliable_qos(TF_DEPTH))
         return self._tf
 
     def set_static_transforms(self, owner: object, transforms: list[TransformStamped]) -> None:
@@ -203,9 +219,8 @@ class SharedPublishers:
     def add_diagnostics(self, source: Callable[[], list[DiagnosticStatus]]) -> None:
         """Add a source of statuses to the ``/diagnostics`` array (creates the timer once)."""
         if self._diagnostics is None:
-            self._diagnostics = self._node.create_publisher(
-                DiagnosticArray, '/diagnostics', reliable_qos(DIAGNOSTICS_DEPTH),
-                qos_overriding_options=_overridable())
+            self._diagnostics = _create_publisher(self._node, DiagnosticArray, '/diagnostics',
+                                                  reliable_qos(DIAGNOSTICS_DEPTH))
             self._timer = self._node.create_timer(
                 self._diagnostics_period_s, self.publish_diagnostics,
                 clock=RosClock(clock_type=ClockType.STEADY_TIME))
@@ -324,8 +339,7 @@ class SensorBridge:
         return f'{self.namespace}/{name}' if self.namespace else name
 
     def _create(self, message_type: type, topic: str, depth: int) -> Publisher:
-        publisher = self.node.create_publisher(message_type, topic, reliable_qos(depth),
-                                               qos_overriding_options=_overridable())
+        publisher = _create_publisher(self.node, message_type, topic, reliable_qos(depth))
         self._publishers[topic] = publisher
         return publisher
 
