@@ -740,12 +740,15 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]]) -> dic
         unmatched = 0
         take_latencies = []
         for key, receive_s, take_s in received.get(topic, []):
-            publish_s = frames.get(key)
-            if publish_s is None:
+            # A stamp near a half microsecond may round either way on the two sides.
+            match = next((candidate for candidate in (key, key - 1, key + 1)
+                          if candidate in frames), None)
+            if match is None:
                 unmatched += 1
                 continue
-            if key not in seen:
-                seen.add(key)
+            publish_s = frames[match]
+            if match not in seen:
+                seen.add(match)
                 latencies.append((receive_s - publish_s) * 1000.0)
                 take_latencies.append((take_s - publish_s) * 1000.0)
         latencies.sort()
@@ -808,6 +811,23 @@ def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
     if floor.get('cpu_s_per_sim_s'):
         out['cpu_ratio'] = round(bridge['cpu_s_per_sim_s'] / floor['cpu_s_per_sim_s'], 2)
     return out
+
+
+def reanalyse(report: dict[str, Any], work_dir: str) -> dict[str, Any]:
+    """Recompute delivery and latency of every run of a report from its raw records."""
+    pairs: dict[tuple[str, float], dict[str, Any]] = {}
+    for run in report['runs']:
+        tag = f"{run['mode']}-{run['config']}-{run['rate']:g}x"
+        with open(os.path.join(work_dir, f'{tag}-sent.json'), encoding='utf-8') as stream:
+            sent = json.load(stream)
+        with open(os.path.join(work_dir, f'{tag}-subscriber.json'), encoding='utf-8') as stream:
+            received = json.load(stream)['received']
+        run['topics'] = _figures(sent, received)['topics']
+        pairs.setdefault((run['config'], run['rate']), {})[run['mode']] = run
+    for pair in pairs.values():
+        if 'bridge' in pair and 'floor' in pair:
+            pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
+    return report
 
 
 def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
@@ -985,6 +1005,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--profile', action='store_true',
                         help='run the bridge in-process under cProfile (all threads); the '
                              'stats go to <work-dir>/bridge-*.prof and the bridge log')
+    parser.add_argument('--reanalyse', metavar='REPORT_JSON', default=None,
+                        help='recompute the figures of a report from the records in --work-dir '
+                             'and write the outputs again (no new runs)')
     parser.add_argument('--name', default='benchmarks',
                         help='the base name of the output files (default benchmarks)')
     return parser
@@ -1022,14 +1045,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
     work_dir = args.work_dir or tempfile.mkdtemp(prefix='acres_benchmark_')
     print(f'records and logs in {work_dir}', flush=True)
-    report = run_benchmark(rates=args.rates, configs=args.configs, seconds=args.seconds,
-                           domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
-                           large_depth=args.large_depth,
-                           render_every=args.render_every, modes=args.modes,
-                           profile=args.profile, rate_seconds={
-                               float(item.split('=')[0]): float(item.split('=')[1])
-                               for item in args.rate_seconds},
-                           log=lambda text: print(text, flush=True))
+    if args.reanalyse:
+        with open(args.reanalyse, encoding='utf-8') as stream:
+            report = reanalyse(json.load(stream), work_dir)
+    else:
+        report = run_benchmark(
+            rates=args.rates, configs=args.configs, seconds=args.seconds,
+            domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
+            large_depth=args.large_depth, render_every=args.render_every, modes=args.modes,
+            profile=args.profile, rate_seconds={
+                float(item.split('=')[0]): float(item.split('=')[1])
+                for item in args.rate_seconds},
+            log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name)
     with open(base + '.json', 'w', encoding='utf-8') as stream:
