@@ -635,6 +635,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
     children: list[Child] = []
     load_before = os.getloadavg()
+    publish_errors = None
     try:
         subscriber = Child(f'{tag}-subscriber', me + [
             '_subscriber', '--record', sub_record, '--depth', str(SUBSCRIBER_DEPTH),
@@ -686,8 +687,9 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
         else:
             source.send('play')
-            source.expect('PLAYED', seconds + START_TIMEOUT_S)
+            played = source.expect('PLAYED', seconds + START_TIMEOUT_S)
             wall_s = time.monotonic() - wall_start
+            publish_errors = int(played.rsplit('=', 1)[1])
         _wait_quiet(subscriber, DRAIN_TIMEOUT_S)
         cpu_s = sampler.cpu_s() - cpu_start
         sampler.stop()
@@ -714,7 +716,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         rss_mb_end=round(rss[-1], 1) if rss else None,
         rss_mb_max=round(max(rss), 1) if rss else None,
         rss_mb_series=[[round(t, 2), round(m, 1)] for t, m, _ in sampler.samples],
-        subscriber_executor=sub['executor'], loadavg_before=[round(x, 2) for x in load_before],
+        floor_publish_errors=publish_errors, subscriber_executor=sub['executor'], loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()])
     return result
 
