@@ -716,7 +716,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         rss_mb_end=round(rss[-1], 1) if rss else None,
         rss_mb_max=round(max(rss), 1) if rss else None,
         rss_mb_series=[[round(t, 2), round(m, 1)] for t, m, _ in sampler.samples],
-        floor_publish_errors=publish_errors, subscriber_executor=sub['executor'], loadavg_before=[round(x, 2) for x in load_before],
+        floor_publish_errors=publish_errors, subscriber_executor=sub['executor'],
+        loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()])
     return result
 
