@@ -146,6 +146,10 @@ def test_stalled_stream_stays_connected_and_resumes(proxied):
     rig.recorder.wait_counts({'/diagnostics': reports + 3})
     last = _values(rig.recorder.last('/diagnostics'))
     assert last['connected'] == 'true' and last['clock.frames'] == first['clock.frames']
+    # Once the stats window (5 s) holds no frame, the rates say the stream is silent.
+    silent = rig.diagnostics(lambda values: values['clock.rate_hz'] == '0.000'
+                             and values['lidar.rate_hz'] == '0.000')
+    assert silent['connected'] == 'true' and silent['reconnects'] == '0'
     stamps = rig.recorder.count('/clock')
     fault.release.set()
     rig.recorder.wait_counts({'/clock': stamps + 60})
