@@ -87,6 +87,7 @@ FRAME_TOPICS = {
 TOPIC_FRAME = {topic: frame_type for frame_type, topics in FRAME_TOPICS.items()
                for topic in topics}
 TOPICS = tuple(TOPIC_FRAME)
+FRAME_KINDS = {2: 'clock', 3: 'ins', 4: 'lidar', 5: 'camera'}
 LARGE_TOPICS = frozenset(('lidar/points', 'camera/image_raw'))
 # the groups of the latency targets (added latency p50 in ms over the floor at 1x)
 TARGET_ADDED_P50_MS = {'lidar/points': 1.0, 'camera/image_raw': 1.0, '/clock': 0.3,
@@ -807,6 +808,11 @@ def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
                 entry[name.replace('latency_', 'added_')] = round(b[name] - f[name], 3)
                 entry[name.replace('_ms', '_ratio')] = (
                     round(b[name] / f[name], 2) if f[name] > 0 else None)
+        transport = bridge.get('bridge_diagnostics', {}).get(
+            FRAME_KINDS[TOPIC_FRAME[topic]], {}).get('transport_p50_ms')
+        if 'added_p50_ms' in entry and transport is not None:
+            # What the bridge itself adds: decoding, conversion and publishing.
+            entry['own_p50_ms'] = round(entry['added_p50_ms'] - transport, 3)
         entry['delivered_ratio'] = round(
             (b['delivered'] / b['sent']) / (f['delivered'] / f['sent']), 4) if (
             b['sent'] and f['sent'] and f['delivered']) else None
@@ -897,17 +903,22 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
         'Latency is receive time in the subscriber minus the publish time of the frame '
         '(CLOCK_MONOTONIC; for the bridge the time the emulator queued the frame, so it '
         'includes the TCP hop, decoding, conversion and DDS). `floor` is a plain rclpy '
-        'publisher of ready-made messages; `added` is bridge minus floor.', '']
+        'publisher of ready-made messages; `added` is bridge minus floor; `own` is added minus '
+        "the bridge's transport latency (its /diagnostics: its receive time minus the frame's "
+        'publish time, i.e. the emulator\'s queue and the TCP hop), so what decoding, '
+        'conversion and publishing add. `sim x` is the real-time factor the emulator reached. '
+        'Lost = sent by the emulator (or the floor) and never received.', '']
     if png_name:
         lines += [f'![latency and loss against the real-time factor]({png_name})', '']
     lines += ['| DDS | rate | run | sim x | topic | delivered/sent | p50 ms | p99 ms | max ms '
-              '| added p50 ms | CPU core | CPU s / sim s | RSS max MB |',
-              '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+              '| added p50 ms | own p50 ms | CPU core | CPU s / sim s | RSS max MB |',
+              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for run in report['runs']:
         ratios = run.get('vs_floor', {})
         for index, topic in enumerate(TOPICS):
             t = run['topics'][topic]
             added = ratios.get(topic, {}).get('added_p50_ms')
+            own = ratios.get(topic, {}).get('own_p50_ms')
             first = index == 0
             cells = [run['config'], f"{run['rate']:g}", run['mode'], f"{run['achieved_rate']}"]
             tail = [_cell(run['cpu_core_fraction']), _cell(run['cpu_s_per_sim_s']),
@@ -915,7 +926,8 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
             if not first:
                 cells, tail = [''] * len(cells), [''] * len(tail)
             cells += [topic, f"{t['delivered']}/{t['sent']}", _cell(t['latency_p50_ms']),
-                      _cell(t['latency_p99_ms']), _cell(t['latency_max_ms']), _cell(added)]
+                      _cell(t['latency_p99_ms']), _cell(t['latency_max_ms']), _cell(added),
+                      _cell(own)]
             lines.append('| ' + ' | '.join(cells + tail) + ' |')
     lines.append('')
     text = '\n'.join(lines)
