@@ -108,3 +108,22 @@ def test_values_format_and_the_array_carries_the_stamp():
     stamp = Time(sec=5, nanosec=7)
     array = diagnostic_array([DiagnosticStatus(name='a')], stamp)
     assert array.header.stamp == stamp and [s.name for s in array.status] == ['a']
+
+
+def test_a_connection_without_a_hello_warns_that_another_client_may_hold_the_stream():
+    status = stream_stats_to_status(_stats(idle_s=3.0, last_frame=''), name='s')
+    assert status.level == DiagnosticStatus.WARN
+    assert 'no Hello' in status.message
+
+
+def test_silence_after_data_warns_but_rest_after_a_barrier_or_hello_does_not():
+    stalled = stream_stats_to_status(_stats(idle_s=4.0, last_frame='clock'), name='s')
+    assert stalled.level == DiagnosticStatus.WARN
+    assert 'no frame for 4 s after a clock frame' in stalled.message
+    for resting in ('barrier', 'hello'):
+        status = stream_stats_to_status(_stats(idle_s=60.0, last_frame=resting), name='s',
+                                        previous=_stats())
+        assert status.level == DiagnosticStatus.OK, resting
+    busy = stream_stats_to_status(_stats(idle_s=0.01, last_frame='clock'), name='s',
+                                  previous=_stats())
+    assert busy.level == DiagnosticStatus.OK

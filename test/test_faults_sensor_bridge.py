@@ -28,6 +28,7 @@ import sys
 import threading
 import tracemalloc
 
+from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 from rclpy.parameter import Parameter
 from sensor_bridge_graph import AGENT_TOPICS
@@ -146,6 +147,10 @@ def test_stalled_stream_stays_connected_and_resumes(proxied):
     rig.recorder.wait_counts({'/diagnostics': reports + 3})
     last = _values(rig.recorder.last('/diagnostics'))
     assert last['connected'] == 'true' and last['clock.frames'] == first['clock.frames']
+    # The status says so in words, not only in figures.
+    stalled = rig.recorder.wait_for('/diagnostics', lambda message: any(
+        'no frame for' in status.message for status in message.status))
+    assert stalled.status[0].level == DiagnosticStatus.WARN
     # Once the stats window (5 s) holds no frame, the rates say the stream is silent.
     silent = rig.diagnostics(lambda values: values['clock.rate_hz'] == '0.000'
                              and values['lidar.rate_hz'] == '0.000')
@@ -179,6 +184,11 @@ def test_second_node_on_the_same_stream_waits_for_the_first(emulator_factory, ri
     wait_until(lambda: second.node.bridge.connected, what='the queued connection')
     first.clouds_after(first.recorder.count('lidar/points'))
     assert second.tap.frames == []
+    # ...and its diagnostics say why nothing comes.
+    waiting = second.recorder.wait_for('/diagnostics', lambda message: any(
+        'no Hello' in status.message for status in message.status))
+    assert {status.level for status in waiting.status if 'no Hello' in status.message} == {
+        DiagnosticStatus.WARN}
     first.close()
     second.ready()
     assert second.node.bridge.stats['bad_frames'] == 0

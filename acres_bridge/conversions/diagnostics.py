@@ -19,9 +19,13 @@ The input is ``SensorStreamClient.stats`` (see ``protocol/transport.py``), optio
 bridge's own counters merged in: ``published`` and ``dropped`` in each ``by_type`` entry (frames
 converted and published, frames received but not published) and their totals at the top.
 
-Level: ERROR while disconnected (the message is the reason); WARN when bad frames, callback
-errors or drops grew since the ``previous`` snapshot; OK otherwise. Keys: the connection
-counters (``connected``, ``reason``, ``connections``, ``reconnects``, ``bad_frames``, ...) and
+Level: ERROR while disconnected (the message is the reason); WARN when connected without a
+Hello for :data:`HELLO_WAIT_S` (another client holds the stream: the simulator serves one at a
+time), when the stream went silent for :data:`STALL_S` after anything but a Hello or a barrier
+(a lockstep world rests there; a running one sends 120 clock frames a second; a paused one
+looks like a stall, and the message says both), or when bad frames, callback errors or drops
+grew since the ``previous`` snapshot; OK otherwise. Keys: the connection counters
+(``connected``, ``reason``, ``idle_s``, ``last_frame``, ``reconnects``, ``bad_frames``, ...) and
 for each frame type ``<type>.frames``, ``.published``, ``.dropped``, ``.bad``, ``.rate_hz``,
 ``.latency_p50_ms``, ``.latency_max_ms`` (transport latency: receive time minus the frame's
 publish time), ``n/a`` for a figure without data.
@@ -38,13 +42,16 @@ from diagnostic_msgs.msg import KeyValue
 from std_msgs.msg import Header
 
 FRAME_TYPES = ('hello', 'clock', 'ins', 'lidar', 'camera', 'barrier')
-CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'connections', 'reconnects',
+CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'idle_s', 'last_frame',
+                   'connections', 'reconnects',
                    'connect_failures', 'disconnects', 'bad_frames', 'last_bad_frame',
                    'unknown_frames', 'sequence_gaps', 'callback_errors', 'frames', 'bytes',
                    'published', 'dropped')
 TYPE_KEYS = ('frames', 'published', 'dropped', 'bad', 'rate_hz', 'latency_p50_ms',
              'latency_max_ms')
 _PROBLEM_COUNTERS = ('bad_frames', 'callback_errors', 'dropped')
+HELLO_WAIT_S = 2.0
+STALL_S = 2.0
 
 
 def format_value(value: Any) -> str:
@@ -74,9 +81,19 @@ def stream_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: 
         figures = by_type.get(frame_type, {})
         values.extend(KeyValue(key=f'{frame_type}.{key}', value=format_value(figures.get(key)))
                       for key in TYPE_KEYS)
+    idle_s = stats.get('idle_s') or 0.0
+    last_frame = stats.get('last_frame') or ''
     if not stats.get('connected'):
         level = DiagnosticStatus.ERROR
         message = f'disconnected: {stats.get("reason") or "not connected"}'
+    elif not last_frame and idle_s >= HELLO_WAIT_S:
+        level = DiagnosticStatus.WARN
+        message = (f'connected but no Hello for {idle_s:.0f} s: another client may hold the '
+                   'stream')
+    elif last_frame not in ('', 'hello', 'barrier') and idle_s >= STALL_S:
+        level = DiagnosticStatus.WARN
+        message = (f'no frame for {idle_s:.0f} s after a {last_frame} frame: the world is '
+                   'paused or the stream stalled')
     else:
         grown = [key for key in _PROBLEM_COUNTERS
                  if (stats.get(key) or 0) > ((previous or {}).get(key) or 0)]

@@ -105,14 +105,20 @@ class _Session:
         self._pumps_lock = threading.Lock()
 
     def send_to_client(self, data: bytes) -> bool:
+        # The socket polls with a short time-out (the pumps' recv), so a client that is slow to
+        # drain must not look like a broken one: only a real error or close() ends the send.
+        view = memoryview(data)
         with self.client_lock:
-            if self.closed.is_set():
-                return False
-            try:
-                self.client.sendall(data)
-            except OSError:
-                self.close()
-                return False
+            while view:
+                if self.closed.is_set():
+                    return False
+                try:
+                    view = view[self.client.send(view):]
+                except TimeoutError:
+                    continue
+                except OSError:
+                    self.close()
+                    return False
         return True
 
     def close(self) -> None:

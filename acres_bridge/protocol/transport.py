@@ -498,6 +498,8 @@ class SensorStreamClient(ReconnectingClient):
         self._connected_since: float | None = None
         self._started = time.monotonic()
         self._expected_sequence: int | None = None
+        self._last_frame_at: float | None = None
+        self._last_frame_type = ''
 
     def start(self) -> None:
         """Start the reader thread (once)."""
@@ -519,7 +521,9 @@ class SensorStreamClient(ReconnectingClient):
         change), ``connected_for_s``, ``connections``, ``reconnects``, ``connect_failures``,
         ``disconnects``, ``bad_frames``, ``last_bad_frame``, ``unknown_frames``,
         ``unknown_bytes``, ``sequence_gaps``, ``callback_errors``, ``frames``, ``bytes``,
-        ``window_s`` and ``by_type``: for each of hello, clock, ins, lidar, camera and barrier
+        ``idle_s`` (while connected: the time since the last frame, or since the connection
+        when none came yet), ``last_frame`` (its type name, empty before the first), ``window_s``
+        and ``by_type``: for each of hello, clock, ins, lidar, camera and barrier
         ``frames``, ``bytes``, ``bad``, ``rate_hz``, ``latency_p50_ms``, ``latency_max_ms``
         (over the frames of the last ``window_s``, None without any), ``last_latency_ms``,
         ``last_stamp_s`` and ``last_sequence``. The latency is the receive time minus the
@@ -530,6 +534,10 @@ class SensorStreamClient(ReconnectingClient):
             since = self._connected_since
             snapshot = self._connection_stats()
             snapshot['connected_for_s'] = None if since is None else now - since
+            last_frame_at = self._last_frame_at
+            snapshot['idle_s'] = (None if since is None
+                                  else now - (since if last_frame_at is None else last_frame_at))
+            snapshot['last_frame'] = self._last_frame_type if since is not None else ''
             snapshot['last_bad_frame'] = self._last_bad_frame
             snapshot['window_s'] = self._window_s
             copied = {kind: (dataclasses.replace(stats, samples=None), list(stats.samples))
@@ -573,6 +581,8 @@ class SensorStreamClient(ReconnectingClient):
             self._reader = reader
             self._connected_since = time.monotonic()
             self._expected_sequence = None
+            self._last_frame_at = None
+            self._last_frame_type = ''
         try:
             return self._read_loop(reader)
         finally:
@@ -605,6 +615,8 @@ class SensorStreamClient(ReconnectingClient):
             stats.last_stamp_s = header.stamp_s
             stats.last_latency_s = latency_s
             stats.samples.append((received, latency_s))
+            self._last_frame_at = received
+            self._last_frame_type = frame_name(header.frame_type)
             expected = self._expected_sequence
             if expected is not None and header.sequence != expected and not is_hello:
                 self._counts['sequence_gaps'] += 1
