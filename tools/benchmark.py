@@ -50,6 +50,7 @@ import math
 import os
 import platform
 import queue
+import shlex
 import shutil
 import signal
 import struct
@@ -516,10 +517,12 @@ class Child:
         self._stderr.close()
 
 
-def _bridge_argv(port: int) -> list[str]:
+def _bridge_argv(port: int, command: str | None = None) -> list[str]:
     executable = shutil.which('sensor_bridge') or os.path.join(
         os.path.dirname(sys.executable), 'sensor_bridge')
-    if os.path.exists(executable):
+    if command:
+        argv = shlex.split(command)
+    elif os.path.exists(executable):
         argv = [executable]
     else:
         argv = [sys.executable, '-c',
@@ -626,7 +629,7 @@ def _wait_matched(subscriber: Child, timeout_s: float) -> None:
 
 def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: int,
              work_dir: str, depth: int, large_depth: int, render_every: int,
-             profile: bool = False) -> dict[str, Any]:
+             profile: bool = False, bridge_command: str | None = None) -> dict[str, Any]:
     """Run one measurement (``bridge`` or ``floor``); return its figures."""
     from acres_bridge.protocol.control import ControlClient
     tag = f'{mode}-{config}-{rate:g}x'
@@ -651,7 +654,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             children.append(emulator)
             ready = emulator.expect('READY', START_TIMEOUT_S).split()
             ports = dict(item.split('=') for item in ready[1:])
-            argv = _bridge_argv(int(ports['sensor'])) if not profile else me + [
+            argv = _bridge_argv(int(ports['sensor']), bridge_command) if not profile else me + [
                 '_bridge_profiled', '--port', ports['sensor'],
                 '--record', os.path.join(work_dir, f'{tag}-bridge.prof')]
             source = Child(f'{tag}-bridge', argv, env, work_dir, interrupt=True)
@@ -845,6 +848,7 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   large_depth: int = 10, render_every: int = 10,
                   modes: Sequence[str] = ('bridge', 'floor'), profile: bool = False,
                   rate_seconds: dict[float, float] | None = None,
+                  bridge_command: str | None = None,
                   log: Any = print) -> dict[str, Any]:
     """Run every (config, rate, mode); return the report (also the JSON document)."""
     os.makedirs(work_dir, exist_ok=True)
@@ -857,7 +861,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                 log(f'--- {mode} {config} {rate:g}x for {run_s:g} s')
                 result = run_once(mode, config, rate, seconds=run_s, domain_id=domain_id,
                                   work_dir=work_dir, depth=depth, large_depth=large_depth,
-                                  render_every=render_every, profile=profile)
+                                  render_every=render_every, profile=profile,
+                                  bridge_command=bridge_command)
                 log(_summary_line(result))
                 pair[mode] = result
                 runs.append(result)
@@ -872,7 +877,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                      'qos': f'reliable keep-last; floor depth {depth} (clouds and images '
                             f'{large_depth}); subscriber depth {SUBSCRIBER_DEPTH} '
                             f'({SUBSCRIBER_LARGE_DEPTH})',
-                     'emulator_render_every': render_every, 'xml_profile': XML_PROFILE},
+                     'emulator_render_every': render_every, 'xml_profile': XML_PROFILE,
+                     'bridge_command': bridge_command},
         'targets': {'loss': 0, 'added_p50_ms': TARGET_ADDED_P50_MS,
                     'cpu_core_fraction_1x': TARGET_CPU_FRACTION_1X, 'rss_mb': TARGET_RSS_MB},
         'runs': runs,
@@ -1020,6 +1026,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--profile', action='store_true',
                         help='run the bridge in-process under cProfile (all threads); the '
                              'stats go to <work-dir>/bridge-*.prof and the bridge log')
+    parser.add_argument('--bridge-command', default=None,
+                        help='run this command instead of the sensor_bridge executable (the '
+                             '--ros-args with namespace and port are appended), e.g. a '
+                             'patched bridge to compare')
     parser.add_argument('--reanalyse', metavar='REPORT_JSON', default=None,
                         help='recompute the figures of a report from the records in --work-dir '
                              'and write the outputs again (no new runs)')
@@ -1068,7 +1078,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rates=args.rates, configs=args.configs, seconds=args.seconds,
             domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
             large_depth=args.large_depth, render_every=args.render_every, modes=args.modes,
-            profile=args.profile, rate_seconds={
+            profile=args.profile, bridge_command=args.bridge_command, rate_seconds={
                 float(item.split('=')[0]): float(item.split('=')[1])
                 for item in args.rate_seconds},
             log=lambda text: print(text, flush=True))
