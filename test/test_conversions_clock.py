@@ -12,15 +12,19 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Stamps in seconds to builtin_interfaces/Time, Clock frames to /clock."""
+"""Stamps in seconds to builtin_interfaces/Time, Clock frames to /clock (messages and CDR)."""
 
 import math
 
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
+from rclpy.serialization import deserialize_message
+from rclpy.serialization import serialize_message
+from rosgraph_msgs.msg import Clock
 from sensor_frames import decode
 
+from acres_bridge.conversions.clock import clock_frame_to_cdr
 from acres_bridge.conversions.clock import clock_frame_to_clock
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.clock import stamp_to_time
@@ -61,3 +65,21 @@ def test_a_header_has_the_stamp_and_the_frame_id():
     header = make_header(12.75, 'polaris/lidar')
     assert (header.stamp.sec, header.stamp.nanosec, header.frame_id) == (
         12, 750000000, 'polaris/lidar')
+
+
+@pytest.mark.parametrize('stamp_s', [
+    0.0, 0.325, 0.9999999999, -0.25, -2147483648.0, 2147483647.25, 1.0e9 + 0.123456789])
+def test_the_serialised_clock_is_the_clock_message(stamp_s):
+    frame = decode(FrameType.CLOCK, encode_clock_payload(1.0), stamp_s=stamp_s)
+    message = clock_frame_to_clock(frame)
+    data = clock_frame_to_cdr(frame)
+    assert isinstance(data, bytes)
+    assert deserialize_message(data, Clock) == message
+    # A Clock has no padding: the bytes are exactly rmw's.
+    assert data == serialize_message(message)
+
+
+def test_serialising_refuses_a_stamp_time_cannot_hold():
+    frame = decode(FrameType.CLOCK, encode_clock_payload(1.0), stamp_s=2.0 ** 31)
+    with pytest.raises(ValueError, match='stamp'):
+        clock_frame_to_cdr(frame)

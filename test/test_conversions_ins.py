@@ -15,18 +15,24 @@
 """INS frames to NavSatFix, Imu and Odometry at the contract's value indices."""
 
 import math
+import struct
 
+from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
+from rclpy.serialization import deserialize_message
+from rclpy.serialization import serialize_message
 from sensor_frames import distinct_ins_values
 from sensor_frames import ins_frame
 from sensor_frames import not_georeferenced
+from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import NavSatStatus
 from std_msgs.msg import Header
 
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.ins import fix_status
+from acres_bridge.conversions.ins import ins_frame_to_cdr
 from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry
 from acres_bridge.conversions.ins import ins_frame_to_imu
 from acres_bridge.conversions.ins import ins_frame_to_navsatfix
@@ -139,3 +145,108 @@ def test_the_emulators_epoch_without_a_geographic_reference_keeps_the_world_pose
     assert position == pytest.approx((10.0, -20.0, 1.0), abs=0.1)
     truth = ins_frame_to_ground_truth_odometry(frame, Header(), child_frame_id='base_footprint')
     assert _xyz(truth.pose.pose.position) == (10.0, -20.0, 1.0)
+
+
+# --- the same messages serialised -------------------------------------------------------------
+
+def _fields(message) -> object:
+    """Return a message as nested tuples, floats as their bytes (NaN equals NaN, -0.0 not 0.0)."""
+    if isinstance(message, float):
+        return struct.pack('<d', message)
+    if isinstance(message, np.ndarray):
+        return (message.dtype.str, message.tobytes())
+    if isinstance(message, (list, tuple)):
+        return tuple(_fields(item) for item in message)
+    if hasattr(message, 'get_fields_and_field_types'):
+        return (type(message).__name__, tuple(
+            (name, _fields(getattr(message, name)))
+            for name in message.get_fields_and_field_types()))
+    return message
+
+
+def _odd_values() -> list[float]:
+    """Values with a negative variance, -0.0, an infinite rate and an unknown status code."""
+    values = distinct_ins_values()
+    values[InsField.COV_U] = -1.0
+    values[InsField.ENU_QX] = -0.0
+    values[InsField.GYRO_X + 1] = math.inf
+    values[InsField.ACCEL_X] = math.nan
+    values[InsField.FIX_STATUS] = 7.0
+    return values
+
+
+_CASES = [
+    # (values, stamp_s, body frame id, world frame id): frame ids of 0 to 9 characters, so the
+    # strings end at every offset modulo 8 and every padding after them is hit.
+    *[(distinct_ins_values(), 2.5, 'b' * length, 'w' * ((length * 3) % 10))
+      for length in range(10)],
+    (not_georeferenced(distinct_ins_values()), 0.108333, 'polaris/base_footprint', 'world'),
+    (_odd_values(), 12.75, 'base_footprint', 'map'),
+    (distinct_ins_values(), -0.25, 'a', 'wo'),
+    (distinct_ins_values(), -2147483648.0, 'äö/base', 'world'),
+    (distinct_ins_values(), 2147483647.25, 'base', 'w'),
+    (distinct_ins_values(), 1.0e9 + 0.123456789, 'x' * 255, ''),
+]
+
+
+def _messages(values, stamp_s, body, world) -> tuple:
+    frame = ins_frame(values, stamp_s=stamp_s)
+    body_header = make_header(stamp_s, body)
+    world_header = make_header(stamp_s, world)
+    return frame, (
+        ins_frame_to_navsatfix(frame, body_header), ins_frame_to_imu(frame, body_header),
+        ins_frame_to_odometry(frame, world_header, child_frame_id=body),
+        ins_frame_to_ground_truth_odometry(frame, world_header, child_frame_id=body))
+
+
+@pytest.mark.parametrize(('values', 'stamp_s', 'body', 'world'), _CASES)
+def test_the_serialised_messages_deserialise_to_the_messages(values, stamp_s, body, world):
+    frame, messages = _messages(values, stamp_s, body, world)
+    serialised = ins_frame_to_cdr(frame, body_frame_id=body, world_frame_id=world)
+    assert len(serialised) == 4
+    for data, message in zip(serialised, messages, strict=True):
+        assert isinstance(data, bytes)
+        assert data[:4] == b'\x00\x01\x00\x00'
+        decoded = deserialize_message(data, type(message))
+        assert _fields(decoded) == _fields(message)
+        # rmw's own serialisation has the same length: the layout, not just the values, agree.
+        assert len(data) == len(serialize_message(message))
+
+
+@pytest.mark.parametrize(('values', 'stamp_s', 'body', 'world'), _CASES[::3])
+def test_rmws_serialisation_deserialises_to_the_same_messages(values, stamp_s, body, world):
+    frame, messages = _messages(values, stamp_s, body, world)
+    serialised = ins_frame_to_cdr(frame, body_frame_id=body, world_frame_id=world)
+    for data, message, message_type in zip(serialised, messages,
+                                           (NavSatFix, Imu, Odometry, Odometry), strict=True):
+        ours = deserialize_message(data, message_type)
+        theirs = deserialize_message(serialize_message(message), message_type)
+        assert _fields(ours) == _fields(theirs)
+
+
+def test_the_serialised_messages_carry_the_values_of_the_contract():
+    frame = ins_frame(distinct_ins_values(), stamp_s=12.75)
+    fix, imu, odometry, truth = (
+        deserialize_message(data, message_type) for data, message_type in zip(
+            ins_frame_to_cdr(frame, body_frame_id='polaris/base_footprint',
+                             world_frame_id='world'),
+            (NavSatFix, Imu, Odometry, Odometry)))
+    assert (fix.header.stamp.sec, fix.header.stamp.nanosec) == (12, 750000000)
+    assert fix.header.frame_id == imu.header.frame_id == 'polaris/base_footprint'
+    assert (fix.latitude, fix.longitude, fix.altitude) == (_v(16), _v(17), _v(18))
+    assert fix.status.service == NavSatStatus.SERVICE_GPS
+    assert _xyz(imu.linear_acceleration) == (_v(13), _v(14), _v(15))
+    assert odometry.header.frame_id == truth.header.frame_id == 'world'
+    assert odometry.child_frame_id == 'polaris/base_footprint'
+    assert _xyz(odometry.twist.twist.angular) == (_v(10), _v(11), _v(12))
+    assert _xyz(truth.twist.twist.linear) == (_v(39), 0.0, 0.0)
+
+
+def test_serialising_refuses_what_the_messages_refuse():
+    with pytest.raises(ValueError, match='stamp'):
+        ins_frame_to_cdr(ins_frame(distinct_ins_values(), stamp_s=2.0 ** 31),
+                         body_frame_id='b', world_frame_id='w')
+    frame = ins_frame(distinct_ins_values())
+    with pytest.raises(ValueError, match='40 values'):
+        ins_frame_to_cdr(type(frame)(frame.header, frame.values[:-1]),
+                         body_frame_id='b', world_frame_id='w')

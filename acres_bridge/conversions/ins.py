@@ -34,9 +34,15 @@ covariance (never a NaN presented as a variance); latitude, longitude and altitu
 the message definition's "not available". The same holds for any epoch whose position or
 covariance is not finite, whatever its status value says. Covariances the INS does not give
 (orientation, rates, acceleration, twist, pose) are zero: unknown, as the messages define.
+
+``ins_frame_to_cdr`` gives the same four messages already serialised, for
+``Publisher.publish(bytes)``: about a tenth of the cost of building the message objects.
 """
 
+import dataclasses
+import functools
 import math
+import struct
 
 from geometry_msgs.msg import Point
 from geometry_msgs.msg import Quaternion
@@ -47,6 +53,8 @@ from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import NavSatStatus
 from std_msgs.msg import Header
 
+from acres_bridge.conversions import cdr
+from acres_bridge.conversions.clock import stamp_to_sec_nanosec
 from acres_bridge.protocol.frames import INS_FIELD_COUNT
 from acres_bridge.protocol.frames import InsField
 from acres_bridge.protocol.frames import InsFrame
@@ -54,6 +62,7 @@ from acres_bridge.protocol.frames import InsFrame
 _F = InsField
 _KNOWN_STATUSES = frozenset((NavSatStatus.STATUS_NO_FIX, NavSatStatus.STATUS_FIX,
                              NavSatStatus.STATUS_SBAS_FIX, NavSatStatus.STATUS_GBAS_FIX))
+_UNKNOWN_COVARIANCE = (0.0,) * 9
 
 
 def _values(frame: InsFrame) -> tuple[float, ...]:
@@ -88,27 +97,32 @@ def fix_status(value: float) -> int:
     return int(value)
 
 
-def ins_frame_to_navsatfix(frame: InsFrame, header: Header) -> NavSatFix:
-    """Return the GNSS fix of an INS epoch (``header`` used as given)."""
-    values = _values(frame)
+def _fix_fields(values: tuple[float, ...]) -> tuple[int, tuple[float, ...], int]:
+    """Return the status, the position covariance and its type of the fix of an epoch."""
     status = fix_status(values[_F.FIX_STATUS])
-    position = (values[_F.LAT], values[_F.LON], values[_F.HEIGHT])
-    variances = (values[_F.COV_E], values[_F.COV_N], values[_F.COV_U])
+    position = values[_F.LAT:_F.LAT + 3]
+    variances = values[_F.COV_E:_F.COV_E + 3]
     position_known = all(math.isfinite(value) for value in position)
     covariance_known = all(math.isfinite(value) and value >= 0.0 for value in variances)
     if not position_known:
         status = NavSatStatus.STATUS_NO_FIX
+    if position_known and covariance_known:
+        return status, (variances[0], 0.0, 0.0,
+                        0.0, variances[1], 0.0,
+                        0.0, 0.0, variances[2]), NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+    return status, _UNKNOWN_COVARIANCE, NavSatFix.COVARIANCE_TYPE_UNKNOWN
+
+
+def ins_frame_to_navsatfix(frame: InsFrame, header: Header) -> NavSatFix:
+    """Return the GNSS fix of an INS epoch (``header`` used as given)."""
+    values = _values(frame)
+    status, covariance, covariance_type = _fix_fields(values)
     fix = NavSatFix(
         header=header,
         status=NavSatStatus(status=status, service=NavSatStatus.SERVICE_GPS),
-        latitude=position[0], longitude=position[1], altitude=position[2])
-    if position_known and covariance_known:
-        fix.position_covariance = [variances[0], 0.0, 0.0,
-                                   0.0, variances[1], 0.0,
-                                   0.0, 0.0, variances[2]]
-        fix.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
-    else:
-        fix.position_covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
+        latitude=values[_F.LAT], longitude=values[_F.LON], altitude=values[_F.HEIGHT])
+    fix.position_covariance = list(covariance)
+    fix.position_covariance_type = covariance_type
     return fix
 
 
@@ -155,3 +169,75 @@ def ins_frame_to_ground_truth_odometry(frame: InsFrame, header: Header, *,
     odometry = _odometry(header, child_frame_id, values, _F.TRUTH_X, _F.TRUTH_QX)
     odometry.twist.twist.linear.x = values[_F.TRUTH_SPEED]
     return odometry
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _CdrLayout:
+    """The structs of the four INS messages for one body and world frame id."""
+
+    fix: struct.Struct
+    imu: struct.Struct
+    odometry: struct.Struct
+    body: bytes
+    world: bytes
+    child: bytes
+
+
+@functools.lru_cache(maxsize=64)
+def _cdr_layout(body_frame_id: str, world_frame_id: str) -> _CdrLayout:
+    body_format, body, body_end = cdr.string(body_frame_id, cdr.HEADER_END)
+    # NavSatFix: NavSatStatus (int8 status, uint16 service), latitude, longitude, altitude,
+    # position_covariance[9], uint8 position_covariance_type.
+    status_pad, status_end = cdr.pad(body_end + 1, 2)
+    fix_pad, _ = cdr.pad(status_end + 2, 8)
+    fix = f'{cdr.HEADER_FORMAT}{body_format}b{status_pad}H{fix_pad}12dB'
+    # Imu: orientation, angular_velocity, linear_acceleration, each with a zero covariance[9]
+    # (72 zero bytes: unknown).
+    imu_pad, _ = cdr.pad(body_end, 8)
+    imu = f'{cdr.HEADER_FORMAT}{body_format}{imu_pad}4d72x3d72x3d72x'
+    # Odometry: header (world), child_frame_id (body), pose (position, orientation,
+    # covariance[36] zero), twist (linear, angular, covariance[36] zero).
+    world_format, world, world_end = cdr.string(world_frame_id, cdr.HEADER_END)
+    child_format, child, child_end = cdr.string(body_frame_id, world_end)
+    odometry_pad, _ = cdr.pad(child_end, 8)
+    odometry = f'{cdr.HEADER_FORMAT}{world_format}{child_format}{odometry_pad}7d288x6d288x'
+    return _CdrLayout(struct.Struct(fix), struct.Struct(imu), struct.Struct(odometry), body,
+                      world, child)
+
+
+def ins_frame_to_cdr(frame: InsFrame, *, body_frame_id: str,
+                     world_frame_id: str) -> tuple[bytes, bytes, bytes, bytes]:
+    """
+    Return the four messages of an INS epoch serialised (CDR), stamped with the frame's stamp.
+
+    They deserialise to the messages of :func:`ins_frame_to_navsatfix`,
+    :func:`ins_frame_to_imu`, :func:`ins_frame_to_odometry` and
+    :func:`ins_frame_to_ground_truth_odometry` with ``make_header(stamp, body_frame_id)``
+    (fix, IMU) and ``make_header(stamp, world_frame_id)`` with ``child_frame_id =
+    body_frame_id`` (the odometries).
+
+    :return: (NavSatFix, Imu, Odometry, ground-truth Odometry).
+    :raises ValueError: for a stamp ``builtin_interfaces/Time`` cannot hold, or a frame
+        without 40 values.
+    """
+    values = _values(frame)
+    sec, nanosec = stamp_to_sec_nanosec(frame.header.stamp_s)
+    layout = _cdr_layout(body_frame_id, world_frame_id)
+    status, covariance, covariance_type = _fix_fields(values)
+    encapsulation = cdr.ENCAPSULATION
+    body = layout.body
+    fix = layout.fix.pack(encapsulation, sec, nanosec, body, status, NavSatStatus.SERVICE_GPS,
+                          *values[_F.LAT:_F.LAT + 3], *covariance, covariance_type)
+    imu = layout.imu.pack(encapsulation, sec, nanosec, body, *values[_F.ENU_QX:_F.ENU_QX + 4],
+                          *values[_F.GYRO_X:_F.GYRO_X + 3], *values[_F.ACCEL_X:_F.ACCEL_X + 3])
+    pack_odometry = layout.odometry.pack
+    world, child = layout.world, layout.child
+    # Twist linear (7..9) and angular (10..12, the rates) are adjacent values.
+    odometry = pack_odometry(encapsulation, sec, nanosec, world, child,
+                             *values[_F.ENU_X:_F.ENU_X + 3], *values[_F.ENU_QX:_F.ENU_QX + 4],
+                             *values[_F.VEL_X:_F.GYRO_X + 3])
+    # Ground truth: position (32..34) and orientation (35..38) are adjacent values.
+    truth = pack_odometry(encapsulation, sec, nanosec, world, child,
+                          *values[_F.TRUTH_X:_F.TRUTH_QX + 4], values[_F.TRUTH_SPEED],
+                          0.0, 0.0, 0.0, 0.0, 0.0)
+    return fix, imu, odometry, truth

@@ -78,13 +78,13 @@ from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.camera import camera_frame_to_image
 from acres_bridge.conversions.camera import camera_info_from_hello
+from acres_bridge.conversions.clock import clock_frame_to_cdr
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.diagnostics import diagnostic_array
 from acres_bridge.conversions.diagnostics import FRAME_TYPES
 from acres_bridge.conversions.diagnostics import stream_stats_to_status
+from acres_bridge.conversions.ins import ins_frame_to_cdr
 from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry
-from acres_bridge.conversions.ins import ins_frame_to_imu
-from acres_bridge.conversions.ins import ins_frame_to_navsatfix
 from acres_bridge.conversions.ins import ins_frame_to_odometry
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.tf import AgentFrames
@@ -531,24 +531,27 @@ class SensorBridge:
             f'sensor stream {self.name}: hello from agent {hello.agent} ({hello.vehicle}): '
             + ', '.join(_sensor_text(hello)))
 
+    # Clock and INS go out serialised (publish(bytes)): building the message objects cost
+    # most of the reader thread's time (docs/benchmarks.md, "Where the bridge's time goes").
+
     def _publish_clock(self, frame: ClockFrame) -> None:
         if self._clock is not None:
-            self._clock.publish(Clock(clock=stamp_to_time(frame.header.stamp_s)))
+            self._clock.publish(clock_frame_to_cdr(frame))
 
     def _publish_ins(self, frame: InsFrame) -> None:
-        stamp = stamp_to_time(frame.header.stamp_s)
-        frames = self._layout.frames
-        body = Header(stamp=stamp, frame_id=frames.base_footprint)
-        world = Header(stamp=stamp, frame_id=self.parameters.world_frame)
-        odometry = ins_frame_to_odometry(frame, world, child_frame_id=frames.base_footprint)
-        truth = ins_frame_to_ground_truth_odometry(frame, world,
-                                                   child_frame_id=frames.base_footprint)
-        self._fix.publish(ins_frame_to_navsatfix(frame, body))
-        self._imu.publish(ins_frame_to_imu(frame, body))
+        body = self._layout.frames.base_footprint
+        world = self.parameters.world_frame
+        fix, imu, odometry, truth = ins_frame_to_cdr(frame, body_frame_id=body,
+                                                     world_frame_id=world)
+        self._fix.publish(fix)
+        self._imu.publish(imu)
         self._odometry.publish(odometry)
         self._truth.publish(truth)
         if self._tf is not None:
-            source = odometry if self.parameters.publish_tf == 'ins' else truth
+            header = Header(stamp=stamp_to_time(frame.header.stamp_s), frame_id=world)
+            convert = (ins_frame_to_odometry if self.parameters.publish_tf == 'ins'
+                       else ins_frame_to_ground_truth_odometry)
+            source = convert(frame, header, child_frame_id=body)
             self._tf.publish(TFMessage(transforms=[odometry_to_transform(source)]))
 
     def _publish_lidar(self, frame: LidarFrame) -> None:
