@@ -43,9 +43,11 @@ from std_msgs.msg import Header  # noqa: E402
 
 from acres_bridge.conversions.camera import camera_frame_to_image  # noqa: E402
 from acres_bridge.conversions.camera import camera_info_from_hello  # noqa: E402
+from acres_bridge.conversions.clock import clock_frame_to_cdr  # noqa: E402
 from acres_bridge.conversions.clock import clock_frame_to_clock  # noqa: E402
 from acres_bridge.conversions.clock import make_header  # noqa: E402
 from acres_bridge.conversions.diagnostics import stream_stats_to_status  # noqa: E402
+from acres_bridge.conversions.ins import ins_frame_to_cdr  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_imu  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_navsatfix  # noqa: E402
@@ -110,8 +112,20 @@ def conversions(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any
     def odometry() -> Any:
         return ins_frame_to_odometry(ins, make_header(stamp_s, 'world'),
                                      child_frame_id='base_footprint')
+
+    def ins_messages() -> Any:
+        body = make_header(stamp_s, 'polaris/base_footprint')
+        world = make_header(stamp_s, 'world')
+        return (ins_frame_to_navsatfix(ins, body), ins_frame_to_imu(ins, body),
+                ins_frame_to_odometry(ins, world, child_frame_id='polaris/base_footprint'),
+                ins_frame_to_ground_truth_odometry(ins, world,
+                                                   child_frame_id='polaris/base_footprint'))
     return [
         ('clock: Clock', 8, lambda: clock_frame_to_clock(sample['clock'])),
+        ('clock: Clock as CDR bytes', 8, lambda: clock_frame_to_cdr(sample['clock'])),
+        ('ins: all 4 messages', 320, ins_messages),
+        ('ins: all 4 messages as CDR bytes', 320, lambda: ins_frame_to_cdr(
+            ins, body_frame_id='polaris/base_footprint', world_frame_id='world')),
         ('ins: NavSatFix', 320, lambda: ins_frame_to_navsatfix(
             ins, make_header(stamp_s, 'base_footprint'))),
         ('ins: Imu', 320, lambda: ins_frame_to_imu(ins, make_header(stamp_s, 'base_footprint'))),
@@ -203,14 +217,18 @@ def node_handlers(sample: dict[str, Any], repeat: int) -> list[tuple[str, float,
     rclpy.init(context=context)
     results = []
     try:
-        node = SensorBridgeNode(context=context, autostart=False, parameter_overrides=[
-            Parameter('publish_tf', value='ins'), Parameter('frame_prefix', value='polaris')])
-        handle = node.bridge._handle_frame
-        handle(frames.HelloFrame(frames.FrameHeader(1, 0, 0, 0, 0.0, 0.0), sample['hello']))
-        for kind in ('clock', 'ins', 'lidar', 'camera'):
-            median, p90 = measure(lambda: handle(sample[kind]), repeat)
-            results.append((kind, median, p90))
-        node.destroy_node()
+        for publish_tf in ('ins', 'none'):
+            node = SensorBridgeNode(context=context, autostart=False, parameter_overrides=[
+                Parameter('publish_tf', value=publish_tf),
+                Parameter('frame_prefix', value='polaris')])
+            handle = node.bridge._handle_frame
+            handle(frames.HelloFrame(frames.FrameHeader(1, 0, 0, 0, 0.0, 0.0), sample['hello']))
+            kinds = ('clock', 'ins', 'lidar', 'camera') if publish_tf == 'ins' else ('ins',)
+            for kind in kinds:
+                median, p90 = measure(lambda: handle(sample[kind]), repeat)
+                name = kind if publish_tf == 'ins' else f'{kind} (publish_tf none)'
+                results.append((name, median, p90))
+            node.destroy_node()
     finally:
         context.try_shutdown()
     return results
@@ -239,7 +257,7 @@ def main() -> None:
         per_second = {'clock': 120, 'ins': 100, 'lidar': 10, 'camera': 10}
         total_ms = 0.0
         for kind, median, p90 in node_handlers(sample, args.repeat):
-            total_ms += median * per_second[kind]
+            total_ms += median * per_second.get(kind, 0)
             print(f'{"node: " + kind + " frame, all its messages":54s} {"":9s} {median:10.4f} '
                   f'{p90:8.4f}')
         print(f'node: one simulated second of the Polaris (120 clock, 100 INS, 10 LiDAR, 10 '
