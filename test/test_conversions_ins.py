@@ -29,6 +29,7 @@ from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import NavSatStatus
 from std_msgs.msg import Header
+from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.ins import fix_status
@@ -37,6 +38,8 @@ from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry
 from acres_bridge.conversions.ins import ins_frame_to_imu
 from acres_bridge.conversions.ins import ins_frame_to_navsatfix
 from acres_bridge.conversions.ins import ins_frame_to_odometry
+from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
+from acres_bridge.conversions.tf import odometry_to_transform
 from acres_bridge.emulator import scene
 from acres_bridge.protocol.frames import InsField
 
@@ -222,6 +225,20 @@ def test_rmws_serialisation_deserialises_to_the_same_messages(values, stamp_s, b
         ours = deserialize_message(data, message_type)
         theirs = deserialize_message(serialize_message(message), message_type)
         assert _fields(ours) == _fields(theirs)
+
+
+@pytest.mark.parametrize(('values', 'stamp_s', 'body', 'world'), _CASES)
+@pytest.mark.parametrize('ground_truth', [False, True])
+def test_the_serialised_transform_is_the_odometrys_transform(values, stamp_s, body, world,
+                                                             ground_truth):
+    _, messages = _messages(values, stamp_s, body, world)
+    message = TFMessage(transforms=[odometry_to_transform(messages[3 if ground_truth else 2])])
+    data = ins_frame_to_transform_cdr(ins_frame(values, stamp_s=stamp_s), body_frame_id=body,
+                                      world_frame_id=world, ground_truth=ground_truth)
+    assert _fields(deserialize_message(data, TFMessage)) == _fields(message)
+    assert len(data) == len(serialize_message(message))
+    theirs = deserialize_message(serialize_message(message), TFMessage)
+    assert _fields(deserialize_message(data, TFMessage)) == _fields(theirs)
 
 
 def test_the_serialised_messages_carry_the_values_of_the_contract():

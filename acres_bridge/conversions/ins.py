@@ -178,6 +178,7 @@ class _CdrLayout:
     fix: struct.Struct
     imu: struct.Struct
     odometry: struct.Struct
+    transform: struct.Struct
     body: bytes
     world: bytes
     child: bytes
@@ -201,8 +202,14 @@ def _cdr_layout(body_frame_id: str, world_frame_id: str) -> _CdrLayout:
     child_format, child, child_end = cdr.string(body_frame_id, world_end)
     odometry_pad, _ = cdr.pad(child_end, 8)
     odometry = f'{cdr.HEADER_FORMAT}{world_format}{child_format}{odometry_pad}7d288x6d288x'
-    return _CdrLayout(struct.Struct(fix), struct.Struct(imu), struct.Struct(odometry), body,
-                      world, child)
+    # TFMessage of one TransformStamped: uint32 count 1, then the odometry's header and child
+    # frame id 4 bytes further on, then translation and rotation.
+    _, _, world_end = cdr.string(world_frame_id, cdr.HEADER_END + 4)
+    child_format, _, child_end = cdr.string(body_frame_id, world_end)
+    transform_pad, _ = cdr.pad(child_end, 8)
+    transform = f'<4sIiI{world_format}{child_format}{transform_pad}7d'
+    return _CdrLayout(struct.Struct(fix), struct.Struct(imu), struct.Struct(odometry),
+                      struct.Struct(transform), body, world, child)
 
 
 def ins_frame_to_cdr(frame: InsFrame, *, body_frame_id: str,
@@ -241,3 +248,24 @@ def ins_frame_to_cdr(frame: InsFrame, *, body_frame_id: str,
                           *values[_F.TRUTH_X:_F.TRUTH_QX + 4], values[_F.TRUTH_SPEED],
                           0.0, 0.0, 0.0, 0.0, 0.0)
     return fix, imu, odometry, truth
+
+
+def ins_frame_to_transform_cdr(frame: InsFrame, *, body_frame_id: str, world_frame_id: str,
+                               ground_truth: bool = False) -> bytes:
+    """
+    Return the ``/tf`` message of an INS epoch serialised (CDR): the odometry's pose.
+
+    It deserialises to ``TFMessage(transforms=[odometry_to_transform(odometry)])`` of the
+    odometry of :func:`ins_frame_to_cdr` (``ground_truth``: of the ground-truth odometry).
+
+    :raises ValueError: as :func:`ins_frame_to_cdr`.
+    """
+    values = _values(frame)
+    sec, nanosec = stamp_to_sec_nanosec(frame.header.stamp_s)
+    layout = _cdr_layout(body_frame_id, world_frame_id)
+    if ground_truth:
+        pose = values[_F.TRUTH_X:_F.TRUTH_QX + 4]
+    else:
+        pose = (*values[_F.ENU_X:_F.ENU_X + 3], *values[_F.ENU_QX:_F.ENU_QX + 4])
+    return layout.transform.pack(cdr.ENCAPSULATION, 1, sec, nanosec, layout.world,
+                                 layout.child, *pose)

@@ -84,12 +84,10 @@ from acres_bridge.conversions.diagnostics import diagnostic_array
 from acres_bridge.conversions.diagnostics import FRAME_TYPES
 from acres_bridge.conversions.diagnostics import stream_stats_to_status
 from acres_bridge.conversions.ins import ins_frame_to_cdr
-from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry
-from acres_bridge.conversions.ins import ins_frame_to_odometry
+from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
-from acres_bridge.conversions.tf import odometry_to_transform
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.parameters import SensorBridgeParameters
@@ -548,11 +546,9 @@ class SensorBridge:
         self._odometry.publish(odometry)
         self._truth.publish(truth)
         if self._tf is not None:
-            header = Header(stamp=stamp_to_time(frame.header.stamp_s), frame_id=world)
-            convert = (ins_frame_to_odometry if self.parameters.publish_tf == 'ins'
-                       else ins_frame_to_ground_truth_odometry)
-            source = convert(frame, header, child_frame_id=body)
-            self._tf.publish(TFMessage(transforms=[odometry_to_transform(source)]))
+            self._tf.publish(ins_frame_to_transform_cdr(
+                frame, body_frame_id=body, world_frame_id=world,
+                ground_truth=self.parameters.publish_tf != 'ins'))
 
     def _publish_lidar(self, frame: LidarFrame) -> None:
         layout = self._layout
