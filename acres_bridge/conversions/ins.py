@@ -204,7 +204,7 @@ def _cdr_layout(body_frame_id: str, world_frame_id: str) -> _CdrLayout:
     odometry = f'{cdr.HEADER_FORMAT}{world_format}{child_format}{odometry_pad}7d288x6d288x'
     # TFMessage of one TransformStamped: uint32 count 1, then the odometry's header and child
     # frame id 4 bytes further on, then translation and rotation.
-    _, _, world_end = cdr.string(world_frame_id, cdr.HEADER_END + 4)
+    world_format, _, world_end = cdr.string(world_frame_id, cdr.HEADER_END + 4)
     child_format, _, child_end = cdr.string(body_frame_id, world_end)
     transform_pad, _ = cdr.pad(child_end, 8)
     transform = f'<4sIiI{world_format}{child_format}{transform_pad}7d'
