@@ -58,6 +58,9 @@ def proxied(emulator_factory):
         graph = ControlGraph(proxy.port, parameters=FAST)
         try:
             wait_for(lambda: graph.node.control.connected, what='the connection')
+            # The client is connected once the kernel queued it; the proxy may not have
+            # accepted it yet.
+            assert proxy.wait_connections(1, 10.0)
             yield emulator, proxy, graph
         finally:
             graph.close()

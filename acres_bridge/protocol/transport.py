@@ -349,6 +349,11 @@ class ReconnectingClient:
         """Return whether a connection is open."""
         return self._connected
 
+    @property
+    def running(self) -> bool:
+        """Return whether the thread is alive (started and not yet joined by ``stop()``)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _connection_stats(self) -> dict[str, Any]:
         """Return the connection keys of ``stats``; call with the lock held."""
         return {'name': self.name, 'address': self.address, 'port': self.port,
