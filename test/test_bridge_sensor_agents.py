@@ -180,11 +180,20 @@ def test_destroying_a_bridge_joins_its_reader_and_keeps_the_others_tree(session)
     emulator, node, bridges, taps, recorder, spinning = session
     recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 12)
     assert bridges[1].client.running and bridges[0].client.running
+    static_count = recorder.count('/tf_static')
     bridges[1].destroy()    # while the node spins
     assert not bridges[1].client.running
     assert bridges[0].client.running
-    static = recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 6)
-    assert all(t.child_frame_id.startswith('polaris/') for t in static.transforms)
+
+    # Before the maxxum connected, /tf_static also held 6 transforms (the polaris's alone):
+    # wait for a message that has only the polaris's after the destroy.
+    def only_polaris(message) -> bool:
+        return len(message.transforms) == 6 and all(
+            t.child_frame_id.startswith('polaris/') for t in message.transforms)
+
+    wait_until(lambda: any(only_polaris(message)
+                           for message in recorder.messages['/tf_static'][static_count:]),
+               what='a /tf_static without the maxxum')
     wait_until(lambda: recorder.node.count_publishers('/maxxum/lidar/points') == 0,
                what='the maxxum publishers to go')
     assert recorder.node.count_publishers('/polaris/lidar/points') == 1
