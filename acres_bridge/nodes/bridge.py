@@ -33,19 +33,18 @@ of the step's reply, so a client that steps and then reads has every message of 
 """
 
 from collections.abc import Awaitable
-import logging
+from collections.abc import Callable
 import sys
 import threading
 
-import rclpy
 from rclpy.executors import Executor
-from rclpy.executors import ExternalShutdownException
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from acres_bridge.nodes.parameters import BridgeParameters
 from acres_bridge.nodes.parameters import declare_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.nodes.sensor_bridge import barriers_future
 from acres_bridge.nodes.sensor_bridge import SensorBridge
 from acres_bridge.nodes.sensor_bridge import SharedPublishers
@@ -160,26 +159,11 @@ class SessionBridge:
 
 def main(args: list[str] | None = None) -> int:
     """Run a whole session until Ctrl-C or shutdown; 2 for a bad parameter."""
-    # The nodes report connections, bad frames and time-outs through their own logs.
-    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
-    rclpy.init(args=args)
-    session = None
-    executor = MultiThreadedExecutor(num_threads=2)
-    try:
-        try:
-            session = SessionBridge(executor)
-        except ParameterError as exc:
-            print(f'acres_bridge: {exc}', file=sys.stderr)
-            return 2
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        if session is not None:
-            session.destroy()
-        rclpy.try_shutdown()
-    return 0
+    def build(executor: Executor) -> Callable[[], None]:
+        return SessionBridge(executor).destroy
+
+    return run_until_shutdown('acres_bridge', lambda: MultiThreadedExecutor(num_threads=2),
+                              build, args)
 
 
 if __name__ == '__main__':

@@ -40,7 +40,6 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 import concurrent.futures
 import dataclasses
-import logging
 import math
 import sys
 import threading
@@ -52,10 +51,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
-import rclpy
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import Executor
+from rclpy.executors import SingleThreadedExecutor
 try:
     from rclpy.event_handler import PublisherEventCallbacks
 except ImportError:  # Humble
@@ -91,6 +90,7 @@ from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.parameters import SensorBridgeParameters
+from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
@@ -701,23 +701,12 @@ class SensorBridgeNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Run the sensor_bridge node until Ctrl-C or shutdown; 2 for a bad parameter."""
-    # The protocol layer reports connections and bad frames through the node's log already.
-    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
-    rclpy.init(args=args)
-    node = None
-    try:
+    def build(executor: Executor) -> Callable[[], None]:
         node = SensorBridgeNode()
-        rclpy.spin(node)
-    except ParameterError as exc:
-        print(f'sensor_bridge: {exc}', file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        executor.add_node(node)
+        return node.destroy_node
+
+    return run_until_shutdown('sensor_bridge', SingleThreadedExecutor, build, args)
 
 
 if __name__ == '__main__':

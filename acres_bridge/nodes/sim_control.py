@@ -31,7 +31,6 @@ from collections.abc import Callable
 import concurrent.futures
 import importlib
 import json
-import logging
 import re
 import sys
 import threading
@@ -40,13 +39,11 @@ from typing import Any
 
 from acres_interfaces.msg import Episode
 from diagnostic_msgs.msg import DiagnosticStatus
-import rclpy
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
 from rclpy.action import GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import Executor
-from rclpy.executors import ExternalShutdownException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
@@ -83,8 +80,8 @@ from acres_bridge.conversions.control import tags_match
 from acres_bridge.conversions.control import vehicle_shift_fields
 from acres_bridge.conversions.control import vehicle_shifts_response
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
-from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.parameters import SimControlParameters
+from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
@@ -583,29 +580,12 @@ def _interface(package: str, kind: str, name: str) -> Any:
 
 def main(args: list[str] | None = None) -> int:
     """Run sim_control until Ctrl-C or shutdown; 2 for a bad parameter."""
-    # The node reports connections and time-outs through its own log already.
-    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
-    rclpy.init(args=args)
-    node = None
-    executor = None
-    try:
-        try:
-            node = SimControlNode()
-        except ParameterError as exc:
-            print(f'sim_control: {exc}', file=sys.stderr)
-            return 2
-        executor = SingleThreadedExecutor()
+    def build(executor: Executor) -> Callable[[], None]:
+        node = SimControlNode()
         executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+        return node.destroy_node
+
+    return run_until_shutdown('sim_control', SingleThreadedExecutor, build, args)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,61 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The life of an executable's process, shared by the three nodes' ``main()``."""
+
+from collections.abc import Callable
+import logging
+import sys
+
+import rclpy
+from rclpy.executors import Executor
+from rclpy.executors import ExternalShutdownException
+
+from acres_bridge.nodes.parameters import ParameterError
+
+
+def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
+                       build: Callable[[Executor], Callable[[], None]],
+                       args: list[str] | None = None) -> int:
+    """
+    Initialise rclpy, build the nodes on an executor and spin until Ctrl-C or shutdown.
+
+    Works the same on Humble, Jazzy and Kilted. The nodes report connections, bad frames and
+    time-outs in their own logs, so the protocol layer's Python logging is raised to ERROR.
+
+    :param program: the executable's name, the first word of a parameter error.
+    :param executor_type: makes the executor (after ``rclpy.init``).
+    :param build: adds the nodes to the executor and returns what destroys them.
+    :param args: command-line arguments for ``rclpy.init`` (default: ``sys.argv``).
+    :return: 0, or 2 with one line on stderr for a parameter the nodes cannot run with.
+    """
+    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
+    rclpy.init(args=args)
+    executor = executor_type()
+    destroy = None
+    try:
+        try:
+            destroy = build(executor)
+        except ParameterError as exc:
+            print(f'{program}: {exc}', file=sys.stderr)
+            return 2
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        if destroy is not None:
+            destroy()
+        rclpy.try_shutdown()
+    return 0
