@@ -48,7 +48,7 @@ def report(tmp_path_factory):
     pytest.importorskip('acres_bridge.nodes.sensor_bridge')
     benchmark = _benchmark_module()
     work_dir = tmp_path_factory.mktemp('benchmark')
-    result = benchmark.run_benchmark(rates=[1.0], configs=['default'], seconds=2.0,
+    result = benchmark.run_benchmark(rates=[1.0], configs=['xml'], seconds=2.0,
                                      domain_id=DOMAIN_ID, work_dir=str(work_dir),
                                      log=lambda text: None)
     return benchmark, result, work_dir
@@ -93,7 +93,7 @@ def test_the_report_is_written_as_json_markdown_and_png(report):
     with open(base + '.md', encoding='utf-8') as stream:
         text = stream.read()
     assert f"{result['machine']['cores']} cores" in text
-    assert '| default | 1 | bridge |' in text
+    assert '| xml | 1 | bridge |' in text
     assert 'lidar/points' in text
     with open(base + '.png', 'rb') as stream:
         assert stream.read(8) == b'\x89PNG\r\n\x1a\n'

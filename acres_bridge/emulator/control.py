@@ -467,6 +467,12 @@ class ControlServer:
 
         try:
             self.world.advance(steps, on_step=on_step)
+            if self._stop.is_set():
+                # The simulator is going away mid-step: like the game quitting, it answers
+                # nothing (an early "ok" would claim steps that never ran).
+                with self._state_lock:
+                    self.stepping = False
+                return
             with self.world.lock:
                 step = self.world.step
                 time_s = self.world.time_s
