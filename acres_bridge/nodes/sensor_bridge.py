@@ -478,6 +478,8 @@ class SensorBridge:
         except Exception as exc:
             # The top level of one frame on the reader thread: count it and go on.
             self._dropped[kind] += 1
+            if not self.node.context.ok():
+                return      # Ctrl-C shut the context down before destroy() stopped the reader
             held = self._drop_log.ready()
             if held is not None:
                 self._logger.warning(
