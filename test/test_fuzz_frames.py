@@ -38,6 +38,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
+from socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
@@ -131,24 +132,6 @@ def mutated(draw) -> bytes:
     if draw(st.booleans()):
         del data[draw(st.integers(0, len(data))):]
     return bytes(data)
-
-
-class ChunkedSocket:
-    """A socket double serving bytes in chunks of the given sizes, then end of stream."""
-
-    def __init__(self, data: bytes, chunks: list[int]) -> None:
-        self._data = memoryview(data)
-        self._chunks = chunks
-        self._calls = 0
-        self.position = 0
-
-    def recv_into(self, view: memoryview, count: int) -> int:
-        size = self._chunks[self._calls % len(self._chunks)]
-        self._calls += 1
-        size = max(0, min(size, count, len(self._data) - self.position))
-        view[:size] = self._data[self.position:self.position + size]
-        self.position += size
-        return size
 
 
 def check_frame(frame: frames.Frame, hello: frames.Hello | None) -> None:

@@ -28,6 +28,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
+from socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol import transport
@@ -76,24 +77,6 @@ def session_bytes(first_sequence: int = 0) -> list[bytes]:
     ]
     return [encode(kind, payload, first_sequence + index)
             for index, (kind, payload) in enumerate(payloads)]
-
-
-class ChunkedSocket:
-    """A socket double that serves bytes in chunks of given sizes, then end of stream."""
-
-    def __init__(self, data: bytes, chunks: list[int] | int = 1 << 30) -> None:
-        self._data = memoryview(data)
-        self._chunks = chunks if isinstance(chunks, list) else [chunks]
-        self._calls = 0
-        self.position = 0
-
-    def recv_into(self, view: memoryview, count: int) -> int:
-        size = self._chunks[self._calls % len(self._chunks)]
-        self._calls += 1
-        size = max(0, min(size, count, len(self._data) - self.position))
-        view[:size] = self._data[self.position:self.position + size]
-        self.position += size
-        return size
 
 
 def read_all(reader: FrameReader) -> list[frames.Frame]:
