@@ -185,7 +185,10 @@ class SimControlNode(Node):
         self._group = ReentrantCallbackGroup()
         self._episode_publisher = self.create_publisher(Episode, 'acres/episode', EPISODE_QOS)
         self.served: list[str] = []
-        self._services = [self._create_service(*spec) for spec in self._service_specs()]
+        # Not ``self._services``: rclpy's Node keeps its own services (the parameter services
+        # among them) in that attribute.
+        self._service_servers = [self._create_service(*spec)
+                                 for spec in self._service_specs()]
         self._action_server = self._create_action_server()
         self.control = ControlClient(
             self.parameters.address, self.parameters.port, timeout_s=self.parameters.timeout_s,
