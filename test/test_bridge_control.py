@@ -57,9 +57,10 @@ from simulation_interfaces.srv import StepSimulation
 
 from acres_bridge.conversions.control import detect_shape
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator import scene
 from acres_bridge.emulator.control import FEATURES
 from acres_bridge.emulator.control import SCOPE_TIME_WARNING
+from acres_bridge.emulator.sensors.poses import NAMED_POSES
+from acres_bridge.emulator.sensors.props import SPAWNABLES
 from acres_bridge.emulator.server import Emulator
 
 pytestmark = pytest.mark.ros
@@ -458,9 +459,9 @@ def test_get_spawnables_lists_the_uris_in_the_installed_shape(graph, emulator):
     _ok(response.result)
     uris = [(item.entity_resource if SHAPE.spawnable_resource else item).uri
             for item in response.spawnables]
-    assert uris == [item['uri'] for item in scene.SPAWNABLES]
+    assert uris == [item['uri'] for item in SPAWNABLES]
     assert [item.description for item in response.spawnables] == [
-        item['description'] for item in scene.SPAWNABLES]
+        item['description'] for item in SPAWNABLES]
     response = graph.call(GetSpawnables, 'get_spawnables',
                           GetSpawnables.Request(sources=['file:///elsewhere']))
     assert response.result.result == OK and 'file:///elsewhere' in response.result.error_message
@@ -472,7 +473,7 @@ def test_get_named_poses_with_and_without_a_tags_filter(graph, emulator):
     response = graph.call(GetNamedPoses, 'get_named_poses')
     _ok(response.result)
     assert [pose.name for pose in response.poses] == [
-        place['name'] for place in scene.NAMED_POSES]
+        place['name'] for place in NAMED_POSES]
     first = response.poses[0]
     assert first.tags == ['spawn', 'heading'] and first.description == 'Spawn: ICSC garage'
     assert first.pose.position.x == -38.7097
@@ -484,7 +485,7 @@ def test_get_named_poses_with_and_without_a_tags_filter(graph, emulator):
     request.tags.filter_mode = TagsFilter.FILTER_MODE_ALL
     request.tags.tags = ['spawn', 'heading']
     names = [pose.name for pose in graph.call(GetNamedPoses, 'get_named_poses', request).poses]
-    assert names == [place['name'] for place in scene.NAMED_POSES
+    assert names == [place['name'] for place in NAMED_POSES
                      if {'spawn', 'heading'} <= set(place['tags'])]
     assert 'spawn-icsc-garage' in names and 'west-yard' not in names
     assert requests() == [{'op': 'get_named_poses'}] * 3

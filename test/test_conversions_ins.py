@@ -40,7 +40,9 @@ from acres_bridge.conversions.ins import ins_frame_to_navsatfix
 from acres_bridge.conversions.ins import ins_frame_to_odometry
 from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
 from acres_bridge.conversions.tf import odometry_to_transform
-from acres_bridge.emulator import scene
+from acres_bridge.emulator.sensors.ins import ins_values
+from acres_bridge.emulator.sensors.layouts import hello_layout
+from acres_bridge.emulator.sensors.poses import Pose
 from acres_bridge.protocol.frames import InsField
 
 
@@ -136,9 +138,9 @@ def test_the_ground_truth_odometry_takes_32_to_39():
 
 
 def test_the_emulators_epoch_without_a_geographic_reference_keeps_the_world_pose():
-    layout = scene.hello_layout('polaris', 'polaris', georeferenced=False)
-    pose = scene.Pose.from_xyz_yaw(10.0, -20.0, 1.0, 0.3)
-    values = scene.ins_values(layout, pose, rng=np.random.default_rng(5))
+    layout = hello_layout('polaris', 'polaris', georeferenced=False)
+    pose = Pose.from_xyz_yaw(10.0, -20.0, 1.0, 0.3)
+    values = ins_values(layout, pose, rng=np.random.default_rng(5))
     frame = ins_frame(list(values))
     fix = ins_frame_to_navsatfix(frame, Header())
     assert fix.status.status == NavSatStatus.STATUS_NO_FIX

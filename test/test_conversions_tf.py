@@ -35,7 +35,7 @@ from acres_bridge.conversions.tf import OPTICAL_ROTATION_XYZW
 from acres_bridge.conversions.tf import prefixed
 from acres_bridge.conversions.tf import rpy_deg_to_quaternion
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator import scene
+from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import parse_hello
 
@@ -107,7 +107,7 @@ def test_the_optical_chain_is_the_camera_mount_then_the_optical_axes():
 
 
 def test_disabled_sensors_get_no_frames_and_the_lidar_frame_id_comes_from_the_hello():
-    layout = scene.hello_layout('polaris', 'polaris', mode='core')
+    layout = hello_layout('polaris', 'polaris', mode='core')
     layout['lidar']['frame_id'] = 'helios'
     hello = parse_hello(encode_hello_payload(layout))
     tree = _tree(hello_to_static_transforms(hello, Time()))

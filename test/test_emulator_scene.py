@@ -26,7 +26,23 @@ import pyproj
 import pytest
 
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator import scene
+from acres_bridge.emulator.sensors.camera import camera_image
+from acres_bridge.emulator.sensors.camera import camera_table
+from acres_bridge.emulator.sensors.camera import project_points
+from acres_bridge.emulator.sensors.ins import ins_values
+from acres_bridge.emulator.sensors.layouts import hello_layout
+from acres_bridge.emulator.sensors.layouts import shifted_layout
+from acres_bridge.emulator.sensors.layouts import VEHICLES
+from acres_bridge.emulator.sensors.lidar import lidar_scan
+from acres_bridge.emulator.sensors.poses import NAMED_POSES
+from acres_bridge.emulator.sensors.poses import Pose
+from acres_bridge.emulator.sensors.poses import pose_from_utm
+from acres_bridge.emulator.sensors.poses import pose_to_utm
+from acres_bridge.emulator.sensors.poses import utm_state
+from acres_bridge.emulator.sensors.props import Prop
+from acres_bridge.emulator.sensors.props import SPAWNABLES
+from acres_bridge.emulator.sensors.props import vehicle_prop
+from acres_bridge.emulator.sensors.view import render_view_png
 from acres_bridge.emulator.terrain import Terrain
 from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import InsField
@@ -44,11 +60,11 @@ def terrain() -> Terrain:
 
 @pytest.fixture(scope='module')
 def polaris() -> dict:
-    return scene.hello_layout('polaris', 'polaris')
+    return hello_layout('polaris', 'polaris')
 
 
-def _on_ground(terrain: Terrain, x: float, y: float, yaw: float = NORTH) -> scene.Pose:
-    return scene.Pose.from_xyz_yaw(x, y, float(terrain.height_at(x, y)), yaw)
+def _on_ground(terrain: Terrain, x: float, y: float, yaw: float = NORTH) -> Pose:
+    return Pose.from_xyz_yaw(x, y, float(terrain.height_at(x, y)), yaw)
 
 
 def _to_base(layout: dict, cloud: np.ndarray) -> np.ndarray:
@@ -58,7 +74,7 @@ def _to_base(layout: dict, cloud: np.ndarray) -> np.ndarray:
             + np.asarray(lidar['position_flu_m']))
 
 
-def _to_world(layout: dict, pose: scene.Pose, cloud: np.ndarray) -> np.ndarray:
+def _to_world(layout: dict, pose: Pose, cloud: np.ndarray) -> np.ndarray:
     return _to_base(layout, cloud) @ pose.rotation.T + pose.position
 
 
@@ -74,10 +90,10 @@ def test_polaris_layout_is_the_seed_example(polaris):
     assert isinstance(polaris['mount_convention'], str) and 'Rz' in polaris['mount_convention']
 
 
-@pytest.mark.parametrize('vehicle', scene.VEHICLES)
+@pytest.mark.parametrize('vehicle', VEHICLES)
 @pytest.mark.parametrize('mode', ['game', 'core'])
 def test_every_layout_parses_as_a_hello_frame(vehicle, mode):
-    layout = scene.hello_layout(vehicle, f'{vehicle}_1', mode=mode)
+    layout = hello_layout(vehicle, f'{vehicle}_1', mode=mode)
     hello = parse_hello(encode_hello_payload(layout))
     assert hello.agent == f'{vehicle}_1'
     assert hello.vehicle == vehicle
@@ -90,24 +106,24 @@ def test_every_layout_parses_as_a_hello_frame(vehicle, mode):
 
 
 def test_maxxum_has_an_8_ring_lidar_of_180_columns():
-    layout = scene.hello_layout('maxxum', 'maxxum')
+    layout = hello_layout('maxxum', 'maxxum')
     assert (layout['lidar']['columns'], layout['lidar']['rings']) == (180, 8)
     assert layout['lidar']['azimuth_order'] == 'cw'
 
 
 def test_layouts_are_fresh_copies_and_bad_names_are_refused():
-    first = scene.hello_layout('polaris', 'a')
+    first = hello_layout('polaris', 'a')
     first['lidar']['columns'] = 3
-    assert scene.hello_layout('polaris', 'a')['lidar']['columns'] == 1800
+    assert hello_layout('polaris', 'a')['lidar']['columns'] == 1800
     with pytest.raises(ValueError):
-        scene.hello_layout('tractor', 'a')
+        hello_layout('tractor', 'a')
     with pytest.raises(ValueError):
-        scene.hello_layout('polaris', 'a', mode='unreal')
+        hello_layout('polaris', 'a', mode='unreal')
 
 
 def test_shifted_layout_moves_the_mounts_and_keeps_the_original(polaris):
-    shifted = scene.shifted_layout(polaris, {'lidar_offset_m': [0.1, 0, 0],
-                                             'lidar_offset_rpy_deg': [0, 0.5, 0]})
+    shifted = shifted_layout(polaris, {'lidar_offset_m': [0.1, 0, 0],
+                                       'lidar_offset_rpy_deg': [0, 0.5, 0]})
     assert shifted['lidar']['position_flu_m'][0] == pytest.approx(2.6)
     assert shifted['lidar']['rpy_deg'][1] == pytest.approx(5.817, abs=0.02)
     assert polaris['lidar']['position_flu_m'] == [2.5, 0, 2.039]
@@ -118,10 +134,10 @@ def test_shifted_layout_moves_the_mounts_and_keeps_the_original(polaris):
 # Poses, props, places, utm
 
 def test_spawnables_and_prop_sizes_follow_the_seed():
-    assert [item['uri'] for item in scene.SPAWNABLES] == [
+    assert [item['uri'] for item in SPAWNABLES] == [
         'prop:cone', 'prop:box', 'prop:bale_round', 'prop:bale_square', 'person']
-    assert scene.SPAWNABLES[0]['description'] == 'traffic cone, 0.7 m tall'
-    sizes = {uri: scene.Prop('p', uri, (0, 0, 0)).size_m for uri in
+    assert SPAWNABLES[0]['description'] == 'traffic cone, 0.7 m tall'
+    sizes = {uri: Prop('p', uri, (0, 0, 0)).size_m for uri in
              ('prop:cone', 'prop:box', 'prop:bale_round', 'prop:bale_square', 'person')}
     assert sizes['prop:cone'][2] == 0.7
     assert sizes['prop:box'] == (1.0, 1.0, 1.0)
@@ -129,29 +145,29 @@ def test_spawnables_and_prop_sizes_follow_the_seed():
     assert sizes['prop:bale_square'] == (2.4, 1.2, 0.9)
     assert sizes['person'] == (0.5, 0.4, 1.75)
     with pytest.raises(ValueError):
-        scene.Prop('p', 'prop:piano', (0, 0, 0))
+        Prop('p', 'prop:piano', (0, 0, 0))
 
 
 def test_named_poses_start_with_the_garage_of_the_seed():
-    garage = scene.NAMED_POSES[0]
+    garage = NAMED_POSES[0]
     assert garage['name'] == 'spawn-icsc-garage'
     assert garage['tags'] == ['spawn', 'heading']
     assert garage['pose']['position'] == [-38.7097, -140.5131, 0.6392]
     assert garage['pose']['orientation'] == pytest.approx([0, 0, 0.7071, 0.7071], abs=1e-4)
-    assert len({place['name'] for place in scene.NAMED_POSES}) == len(scene.NAMED_POSES)
+    assert len({place['name'] for place in NAMED_POSES}) == len(NAMED_POSES)
 
 
 def test_pose_normalises_and_reports_yaw():
-    pose = scene.Pose([1, 2, 3], [0, 0, 2, 2])
+    pose = Pose([1, 2, 3], [0, 0, 2, 2])
     assert np.linalg.norm(pose.orientation) == pytest.approx(1.0)
     assert pose.yaw_rad == pytest.approx(NORTH)
     with pytest.raises(ValueError):
-        scene.Pose([0, 0, 0], [0, 0, 0, 0])
+        Pose([0, 0, 0], [0, 0, 0, 0])
 
 
 def test_utm_state_reproduces_the_seed_entity_state():
-    pose = scene.Pose([-38.7087, -141.6659, 0.5935], [-0.0181, 0.0080, 0.7068, 0.7071])
-    utm = scene.utm_state(pose)
+    pose = Pose([-38.7087, -141.6659, 0.5935], [-0.0181, 0.0080, 0.7068, 0.7071])
+    utm = utm_state(pose)
     assert utm['easting'] == pytest.approx(500438.0926, abs=0.002)
     assert utm['northing'] == pytest.approx(4479958.1254, abs=0.002)
     assert utm['height'] == pytest.approx(0.5935)
@@ -159,9 +175,9 @@ def test_utm_state_reproduces_the_seed_entity_state():
 
 
 def test_pose_from_utm_inverts_pose_to_utm():
-    pose = scene.Pose.from_xyz_yaw(120.0, -35.0, 0.4, 0.7)
-    position, orientation = scene.pose_to_utm(pose)
-    back = scene.pose_from_utm(position, orientation)
+    pose = Pose.from_xyz_yaw(120.0, -35.0, 0.4, 0.7)
+    position, orientation = pose_to_utm(pose)
+    back = pose_from_utm(position, orientation)
     assert back.position == pytest.approx(pose.position, abs=1e-6)
     assert back.yaw_rad == pytest.approx(0.7, abs=1e-9)
     # In the utm frame the yaw counts from grid east: 0.7 rad less the grid rotation.
@@ -212,7 +228,7 @@ def test_the_sensor_raster_agrees_with_the_exact_surfaces(terrain):
 
 def test_a_scan_has_the_layout_shape_and_consistent_misses(terrain, polaris):
     pose = _on_ground(terrain, *GARAGE)
-    cloud = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    cloud = lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
     assert cloud.shape == (1800, 32, 4) and cloud.dtype == np.float32
     miss = ~np.isfinite(cloud[..., :3]).all(axis=-1)
     assert np.isnan(cloud[..., :3][miss]).all()
@@ -226,9 +242,9 @@ def test_a_scan_has_the_layout_shape_and_consistent_misses(terrain, polaris):
 def test_a_box_ahead_returns_at_its_distance_in_the_front_columns(terrain, polaris):
     pose = _on_ground(terrain, *GARAGE)
     ground = float(terrain.height_at(GARAGE[0], GARAGE[1] + 10.0))
-    box = scene.Prop('box1', 'prop:box', (GARAGE[0], GARAGE[1] + 10.0, ground))
-    empty = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
-    cloud = scene.lidar_scan(polaris, pose, [box], terrain, rng=np.random.default_rng(1))
+    box = Prop('box1', 'prop:box', (GARAGE[0], GARAGE[1] + 10.0, ground))
+    empty = lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    cloud = lidar_scan(polaris, pose, [box], terrain, rng=np.random.default_rng(1))
     base = _to_base(polaris, cloud)
     changed = ~np.isclose(cloud[..., 0], empty[..., 0], equal_nan=True)
     columns, _ = np.nonzero(changed)
@@ -253,9 +269,9 @@ def test_the_columns_turn_in_the_azimuth_order(terrain, polaris, order):
     pose = _on_ground(terrain, *GARAGE)
     # A bale 6 m to the right of the vehicle, 8 m ahead.
     x, y = GARAGE[0] + 6.0, GARAGE[1] + 8.0
-    bale = scene.Prop('bale', 'prop:bale_round', (x, y, float(terrain.height_at(x, y))))
-    empty = scene.lidar_scan(layout, pose, [], terrain, rng=np.random.default_rng(2))
-    cloud = scene.lidar_scan(layout, pose, [bale], terrain, rng=np.random.default_rng(2))
+    bale = Prop('bale', 'prop:bale_round', (x, y, float(terrain.height_at(x, y))))
+    empty = lidar_scan(layout, pose, [], terrain, rng=np.random.default_rng(2))
+    cloud = lidar_scan(layout, pose, [bale], terrain, rng=np.random.default_rng(2))
     columns, _ = np.nonzero(~np.isclose(cloud[..., 0], empty[..., 0], equal_nan=True))
     # The right side is a clockwise turn from ahead: columns 0..450 when cw, 1350..1800 ccw.
     expected = 1800 * math.atan2(6.0, 8.0 - 2.5) / (2 * math.pi)
@@ -267,8 +283,8 @@ def test_returns_beyond_the_range_are_nan_with_intensity_zero(terrain, polaris):
     pose = _on_ground(terrain, *GARAGE)
     short = copy.deepcopy(polaris)
     short['lidar']['range_m'] = 12.0
-    full = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(4))
-    near = scene.lidar_scan(short, pose, [], terrain, rng=np.random.default_rng(4))
+    full = lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(4))
+    near = lidar_scan(short, pose, [], terrain, rng=np.random.default_rng(4))
     distance = np.linalg.norm(full[..., :3], axis=-1)
     kept = np.isfinite(near[..., 0])
     assert np.linalg.norm(near[..., :3], axis=-1)[kept].max() <= 12.01
@@ -281,7 +297,7 @@ def test_returns_beyond_the_range_are_nan_with_intensity_zero(terrain, polaris):
 def test_ground_returns_lie_on_the_ground(terrain, polaris):
     # Field 5, in the north: no building, tree or grove within the range.
     pose = _on_ground(terrain, -10.0, 730.0, yaw=0.3)
-    cloud = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(5))
+    cloud = lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(5))
     hit = np.isfinite(cloud[..., 0])
     world = _to_world(polaris, pose, cloud)[hit]
     ground = terrain.height_at(world[:, 0], world[:, 1])
@@ -297,11 +313,11 @@ def test_ground_returns_lie_on_the_ground(terrain, polaris):
 
 def test_a_shifted_mount_moves_the_points_in_the_sensor_frame(terrain, polaris):
     pose = _on_ground(terrain, *GARAGE)
-    box = scene.Prop('box1', 'prop:box', (GARAGE[0], GARAGE[1] + 10.0,
-                                          float(terrain.height_at(GARAGE[0], GARAGE[1] + 10.0))))
-    shifted = scene.shifted_layout(polaris, {'lidar_offset_m': [0.5, 0.0, 0.0]})
-    calibrated = scene.lidar_scan(polaris, pose, [box], terrain, rng=np.random.default_rng(1))
-    moved = scene.lidar_scan(shifted, pose, [box], terrain, rng=np.random.default_rng(1))
+    box = Prop('box1', 'prop:box', (GARAGE[0], GARAGE[1] + 10.0,
+                                    float(terrain.height_at(GARAGE[0], GARAGE[1] + 10.0))))
+    shifted = shifted_layout(polaris, {'lidar_offset_m': [0.5, 0.0, 0.0]})
+    calibrated = lidar_scan(polaris, pose, [box], terrain, rng=np.random.default_rng(1))
+    moved = lidar_scan(shifted, pose, [box], terrain, rng=np.random.default_rng(1))
     # Straight ahead, the ring that hits the box's front face 0.5 m closer.
     ahead = _to_base(polaris, calibrated)[0, :, 0]
     ring = int(np.flatnonzero(np.abs(ahead - 9.5) < 0.01)[0])
@@ -311,20 +327,20 @@ def test_a_shifted_mount_moves_the_points_in_the_sensor_frame(terrain, polaris):
 
 def test_a_scan_is_deterministic_for_a_seed(terrain, polaris):
     pose = _on_ground(terrain, -20.0, -120.0, yaw=1.2)
-    props = [scene.Prop('c', 'prop:cone', (-15.0, -112.0, 0.5))]
-    first = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(9))
-    second = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(9))
-    other = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(10))
+    props = [Prop('c', 'prop:cone', (-15.0, -112.0, 0.5))]
+    first = lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(9))
+    second = lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(9))
+    other = lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(10))
     assert np.array_equal(first, second, equal_nan=True)
     assert not np.array_equal(first, other, equal_nan=True)
 
 
 def test_the_maxxum_scan_and_another_agent_are_seen(terrain):
-    layout = scene.hello_layout('maxxum', 'maxxum')
+    layout = hello_layout('maxxum', 'maxxum')
     pose = _on_ground(terrain, *GARAGE)
-    other = scene.vehicle_prop('polaris', 'polaris', _on_ground(terrain, GARAGE[0],
-                                                                GARAGE[1] + 12.0))
-    cloud = scene.lidar_scan(layout, pose, [other], terrain, rng=np.random.default_rng(1))
+    other = vehicle_prop('polaris', 'polaris', _on_ground(terrain, GARAGE[0],
+                                                          GARAGE[1] + 12.0))
+    cloud = lidar_scan(layout, pose, [other], terrain, rng=np.random.default_rng(1))
     assert cloud.shape == (180, 8, 4)
     base = _to_base(layout, cloud)
     # The Polaris's box starts 12 m ahead less its 0.55 m of rear overhang.
@@ -333,38 +349,38 @@ def test_the_maxxum_scan_and_another_agent_are_seen(terrain):
 
 
 def test_a_disabled_sensor_is_refused(terrain):
-    layout = scene.hello_layout('polaris', 'polaris', mode='core')
+    layout = hello_layout('polaris', 'polaris', mode='core')
     with pytest.raises(ValueError):
-        scene.camera_image(layout, _on_ground(terrain, *GARAGE), [], terrain,
-                           rng=np.random.default_rng(0))
+        camera_image(layout, _on_ground(terrain, *GARAGE), [], terrain,
+                     rng=np.random.default_rng(0))
 
 
 # ---------------------------------------------------------------------------------------------
 # Camera
 
 def test_an_image_has_the_layout_shape_with_sky_above_ground(terrain, polaris):
-    image = scene.camera_image(polaris, _on_ground(terrain, *GARAGE), [], terrain,
-                               rng=np.random.default_rng(0))
+    image = camera_image(polaris, _on_ground(terrain, *GARAGE), [], terrain,
+                         rng=np.random.default_rng(0))
     assert image.shape == (512, 896, 3) and image.dtype == np.uint8
     top = image[:40].reshape(-1, 3).mean(axis=0)
     assert top[0] > top[2] + 20                 # blue over red: sky
     bottom = image[-60:].reshape(-1, 3).mean(axis=0)
     assert abs(bottom[0] - bottom[2]) < 30      # grey concrete of the yard
-    maxxum = scene.hello_layout('maxxum', 'maxxum')
-    assert scene.camera_image(maxxum, _on_ground(terrain, *GARAGE), [], terrain,
-                              rng=np.random.default_rng(0)).shape == (480, 640, 3)
+    maxxum = hello_layout('maxxum', 'maxxum')
+    assert camera_image(maxxum, _on_ground(terrain, *GARAGE), [], terrain,
+                        rng=np.random.default_rng(0)).shape == (480, 640, 3)
 
 
 def test_lidar_points_project_onto_the_objects_they_hit(terrain, polaris):
     pose = _on_ground(terrain, *GARAGE)
-    props = [scene.Prop('box', 'prop:box', (GARAGE[0] - 1.0, GARAGE[1] + 12.0, 0.55)),
-             scene.Prop('w1', 'person', (GARAGE[0] + 3.0, GARAGE[1] + 16.0, 0.5)),
-             scene.Prop('cone', 'prop:cone', (GARAGE[0] - 5.0, GARAGE[1] + 8.0, 0.6))]
-    cloud = scene.lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(1))
-    empty = scene.lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
-    with_props = scene.camera_image(polaris, pose, props, terrain, rng=np.random.default_rng(1))
-    without = scene.camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(1))
-    uv, inside = scene.project_points(polaris, cloud[..., :3])
+    props = [Prop('box', 'prop:box', (GARAGE[0] - 1.0, GARAGE[1] + 12.0, 0.55)),
+             Prop('w1', 'person', (GARAGE[0] + 3.0, GARAGE[1] + 16.0, 0.5)),
+             Prop('cone', 'prop:cone', (GARAGE[0] - 5.0, GARAGE[1] + 8.0, 0.6))]
+    cloud = lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(1))
+    empty = lidar_scan(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    with_props = camera_image(polaris, pose, props, terrain, rng=np.random.default_rng(1))
+    without = camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(1))
+    uv, inside = project_points(polaris, cloud[..., :3])
     on_props = ~np.isclose(cloud[..., 0], empty[..., 0], equal_nan=True) & inside
     assert on_props.sum() > 50
     pixels = np.rint(uv[on_props]).astype(int)
@@ -372,9 +388,9 @@ def test_lidar_points_project_onto_the_objects_they_hit(terrain, polaris):
                         - without[pixels[:, 1], pixels[:, 0]].astype(int)).sum(axis=1)
     # A point on a prop lands on the prop's pixels (the image has 4-pixel blocks and noise).
     assert np.mean(difference > 30) > 0.9
-    ground = np.isfinite(empty[..., 0]) & ~on_props & scene.project_points(
+    ground = np.isfinite(empty[..., 0]) & ~on_props & project_points(
         polaris, empty[..., :3])[1]
-    uv_ground = np.rint(scene.project_points(polaris, empty[..., :3])[0][ground]).astype(int)
+    uv_ground = np.rint(project_points(polaris, empty[..., :3])[0][ground]).astype(int)
     inside_image = ((uv_ground[:, 0] >= 0) & (uv_ground[:, 0] < 896) & (uv_ground[:, 1] >= 0)
                     & (uv_ground[:, 1] < 512))
     assert inside_image.all() and ground.sum() > 1000
@@ -382,7 +398,7 @@ def test_lidar_points_project_onto_the_objects_they_hit(terrain, polaris):
 
 def test_the_lens_is_opencv_plumb_bob_and_inverts_over_the_whole_image(polaris):
     camera = polaris['camera']
-    lens = scene._camera_table(camera).lens
+    lens = camera_table(camera).lens
     x = np.linspace(-0.85, 0.85, 41)[:, None] * np.ones(41)      # within the knee
     y = x.T * 0.6
     k1, k2, p1, p2, k3 = camera['d']
@@ -403,8 +419,8 @@ def test_the_lens_is_opencv_plumb_bob_and_inverts_over_the_whole_image(polaris):
 
 def test_an_image_is_deterministic_for_a_seed(terrain, polaris):
     pose = _on_ground(terrain, 0.0, -100.0, yaw=0.4)
-    first = scene.camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(7))
-    second = scene.camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(7))
+    first = camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(7))
+    second = camera_image(polaris, pose, [], terrain, rng=np.random.default_rng(7))
     assert np.array_equal(first, second)
 
 
@@ -412,11 +428,11 @@ def test_an_image_is_deterministic_for_a_seed(terrain, polaris):
 # INS
 
 def _ins(layout, pose, seed=0, **kwargs):
-    return scene.ins_values(layout, pose, rng=np.random.default_rng(seed), **kwargs)
+    return ins_values(layout, pose, rng=np.random.default_rng(seed), **kwargs)
 
 
 def test_ins_at_the_seed_point_reads_like_the_seed(polaris):
-    pose = scene.Pose.from_xyz_yaw(-38.709, -141.667, 0.599, NORTH)
+    pose = Pose.from_xyz_yaw(-38.709, -141.667, 0.599, NORTH)
     values = _ins(polaris, pose)
     assert values.shape == (40,) and values.dtype == np.float64
     assert values[InsField.UTM_E] == pytest.approx(500438.1, abs=0.1)
@@ -433,14 +449,14 @@ def test_ins_at_the_seed_point_reads_like_the_seed(polaris):
 def test_ins_latitude_and_longitude_invert_its_utm_position(polaris):
     to_geographic = pyproj.Transformer.from_crs('EPSG:6345', 'EPSG:6318', always_xy=True)
     for k, (x, y) in enumerate([(-300.0, 500.0), (200.0, -400.0), (0.0, 0.0)]):
-        values = _ins(polaris, scene.Pose.from_xyz_yaw(x, y, 0.3, 0.5 * k), seed=k)
+        values = _ins(polaris, Pose.from_xyz_yaw(x, y, 0.3, 0.5 * k), seed=k)
         lon, lat = to_geographic.transform(values[InsField.UTM_E], values[InsField.UTM_N])
         assert values[InsField.LAT] == pytest.approx(lat, abs=1e-9)
         assert values[InsField.LON] == pytest.approx(lon, abs=1e-9)
 
 
 def test_ins_quaternions_rates_and_specific_force(polaris):
-    pose = scene.Pose([5.0, 6.0, 0.5], [0.01, -0.02, 0.38, 0.92])
+    pose = Pose([5.0, 6.0, 0.5], [0.01, -0.02, 0.38, 0.92])
     values = _ins(polaris, pose, velocity_world=(0.0, 3.0, 0.0),
                   angular_velocity_world=(0.0, 0.0, 0.2))
     for start in (InsField.UTM_QX, InsField.ENU_QX, InsField.TRUTH_QX):
@@ -451,24 +467,24 @@ def test_ins_quaternions_rates_and_specific_force(polaris):
     assert values[InsField.VEL_X:InsField.VEL_Z + 1] == pytest.approx(body_velocity, abs=0.03)
     assert values[InsField.GYRO_Z] == pytest.approx((pose.rotation.T @ [0, 0, 0.2])[2],
                                                     abs=0.005)
-    level = _ins(polaris, scene.Pose.from_xyz_yaw(0.0, 0.0, 0.0, 1.0))
+    level = _ins(polaris, Pose.from_xyz_yaw(0.0, 0.0, 0.0, 1.0))
     assert level[InsField.ACCEL_Z] == pytest.approx(9.81, abs=0.05)
     assert level[InsField.ENU_X:InsField.ENU_Z + 1] == pytest.approx([0, 0, 0], abs=0.08)
     assert (level[InsField.COV_E:InsField.COV_U + 1] > 0).all()
 
 
 def test_ins_without_georeference_has_nans_and_no_fix(polaris):
-    values = _ins(polaris, scene.Pose.from_xyz_yaw(1.0, 2.0, 0.3, 0.2), georeferenced=False)
+    values = _ins(polaris, Pose.from_xyz_yaw(1.0, 2.0, 0.3, 0.2), georeferenced=False)
     missing = list(range(0, 7)) + list(range(16, 22)) + [30, 31]
     assert np.isnan(values[missing]).all()
     assert values[InsField.FIX_STATUS] == -1.0
     assert np.isfinite(np.delete(values, missing)).all()
-    layout = scene.hello_layout('polaris', 'polaris', georeferenced=False)
-    assert np.isnan(_ins(layout, scene.Pose.from_xyz_yaw(0, 0, 0, 0))[InsField.LAT])
+    layout = hello_layout('polaris', 'polaris', georeferenced=False)
+    assert np.isnan(_ins(layout, Pose.from_xyz_yaw(0, 0, 0, 0))[InsField.LAT])
 
 
 def test_ins_is_deterministic_for_a_seed(polaris):
-    pose = scene.Pose.from_xyz_yaw(10.0, 20.0, 0.5, 0.1)
+    pose = Pose.from_xyz_yaw(10.0, 20.0, 0.5, 0.1)
     assert np.array_equal(_ins(polaris, pose, seed=3), _ins(polaris, pose, seed=3))
     assert not np.array_equal(_ins(polaris, pose, seed=3), _ins(polaris, pose, seed=4))
 
@@ -480,7 +496,7 @@ def test_ins_is_deterministic_for_a_seed(polaris):
 def test_the_main_view_is_a_png(terrain, view):
     agents = [('polaris', _on_ground(terrain, *GARAGE)),
               ('maxxum', _on_ground(terrain, GARAGE[0] + 8.0, GARAGE[1] + 5.0))]
-    png = scene.render_view_png(agents, [], terrain, view=view, width=320, height=180)
+    png = render_view_png(agents, [], terrain, view=view, width=320, height=180)
     assert png.startswith(b'\x89PNG\r\n\x1a\n')
     image = Image.open(io.BytesIO(png))
     image.load()

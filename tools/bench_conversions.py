@@ -55,7 +55,9 @@ from acres_bridge.conversions.ins import ins_frame_to_odometry  # noqa: E402
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud  # noqa: E402
 from acres_bridge.conversions.tf import hello_to_static_transforms  # noqa: E402
 from acres_bridge.conversions.tf import odometry_to_transform  # noqa: E402
-from acres_bridge.emulator import scene  # noqa: E402
+from acres_bridge.emulator.sensors.ins import ins_values  # noqa: E402
+from acres_bridge.emulator.sensors.layouts import hello_layout  # noqa: E402
+from acres_bridge.emulator.sensors.poses import Pose  # noqa: E402
 from acres_bridge.protocol import frames  # noqa: E402
 from acres_bridge.protocol.frames import FrameType  # noqa: E402
 from acres_bridge.protocol.transport import SensorStreamClient  # noqa: E402
@@ -69,7 +71,7 @@ def decode(frame_type: int, payload: bytes, hello: frames.Hello | None,
 
 def polaris_frames() -> dict[str, Any]:
     """Return the Polaris's Hello and one decoded frame of each sensor."""
-    layout = scene.hello_layout('polaris', 'polaris')
+    layout = hello_layout('polaris', 'polaris')
     hello = frames.parse_hello(frames.encode_hello_payload(layout))
     rng = np.random.default_rng(1)
     lidar = hello.lidar
@@ -77,8 +79,8 @@ def polaris_frames() -> dict[str, Any]:
     points[rng.random((lidar.columns, lidar.rings)) < 0.25, :3] = np.nan
     camera = hello.camera
     pixels = rng.integers(0, 256, (camera.height, camera.width, 3), dtype=np.uint8)
-    pose = scene.Pose.from_xyz_yaw(10.0, -20.0, 1.0, 0.3)
-    ins = scene.ins_values(layout, pose, rng=rng)
+    pose = Pose.from_xyz_yaw(10.0, -20.0, 1.0, 0.3)
+    ins = ins_values(layout, pose, rng=rng)
     return {
         'hello': hello,
         'clock': decode(FrameType.CLOCK, frames.encode_clock_payload(12.5), hello),

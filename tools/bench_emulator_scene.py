@@ -35,11 +35,19 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from acres_bridge.emulator import scene  # noqa: E402
+from acres_bridge.emulator.sensors.camera import camera_image  # noqa: E402
+from acres_bridge.emulator.sensors.ins import ins_values  # noqa: E402
+from acres_bridge.emulator.sensors.layouts import hello_layout  # noqa: E402
+from acres_bridge.emulator.sensors.layouts import VEHICLES  # noqa: E402
+from acres_bridge.emulator.sensors.lidar import lidar_scan  # noqa: E402
+from acres_bridge.emulator.sensors.poses import Pose  # noqa: E402
+from acres_bridge.emulator.sensors.props import Prop  # noqa: E402
+from acres_bridge.emulator.sensors.props import vehicle_prop  # noqa: E402
+from acres_bridge.emulator.sensors.view import render_view_png  # noqa: E402
 from acres_bridge.emulator.terrain import Terrain  # noqa: E402
 
 
-def _poses(count: int) -> list[scene.Pose]:
+def _poses(count: int) -> list[Pose]:
     """Return poses on a drive north from the garage into field 53 and back."""
     poses = []
     for k in range(count):
@@ -47,11 +55,11 @@ def _poses(count: int) -> list[scene.Pose]:
         x = -38.7097 + 25.0 * math.sin(phase)
         y = -140.5131 + 60.0 * (1.0 - math.cos(phase))
         yaw = math.atan2(60.0 * math.sin(phase), 25.0 * math.cos(phase))
-        poses.append(scene.Pose.from_xyz_yaw(x, y, float(Terrain().height_at(x, y)), yaw))
+        poses.append(Pose.from_xyz_yaw(x, y, float(Terrain().height_at(x, y)), yaw))
     return poses
 
 
-def _measure(name: str, call, poses: list[scene.Pose]) -> float:
+def _measure(name: str, call, poses: list[Pose]) -> float:
     """Print wall and CPU (thread) milliseconds per call; return the CPU p50."""
     call(poses[0])
     wall, cpu = [], []
@@ -71,30 +79,30 @@ def main() -> int:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--calls', type=int, default=200)
-    parser.add_argument('--vehicle', default='polaris', choices=scene.VEHICLES)
+    parser.add_argument('--vehicle', default='polaris', choices=VEHICLES)
     args = parser.parse_args()
     terrain = Terrain()
-    layout = scene.hello_layout(args.vehicle, args.vehicle)
+    layout = hello_layout(args.vehicle, args.vehicle)
     rng = np.random.default_rng(42)
-    props = [scene.Prop('cone1', 'prop:cone', (-33.71, -120.0, 0.4)),
-             scene.Prop('box1', 'prop:box', (-40.0, -100.0, 0.2)),
-             scene.Prop('bale1', 'prop:bale_round', (-30.0, -80.0, 0.15)),
-             scene.Prop('w1', 'person', (-45.0, -90.0, 0.15)),
-             scene.vehicle_prop('maxxum', 'maxxum',
-                                scene.Pose.from_xyz_yaw(-20.0, -125.0, 0.5, 0.0))]
+    props = [Prop('cone1', 'prop:cone', (-33.71, -120.0, 0.4)),
+             Prop('box1', 'prop:box', (-40.0, -100.0, 0.2)),
+             Prop('bale1', 'prop:bale_round', (-30.0, -80.0, 0.15)),
+             Prop('w1', 'person', (-45.0, -90.0, 0.15)),
+             vehicle_prop('maxxum', 'maxxum',
+                          Pose.from_xyz_yaw(-20.0, -125.0, 0.5, 0.0))]
     poses = _poses(args.calls)
     load = os.getloadavg()[0] if hasattr(os, 'getloadavg') else float('nan')
     print(f'{args.vehicle}: lidar {layout["lidar"]["columns"]} x {layout["lidar"]["rings"]}, '
           f'camera {layout["camera"]["width"]} x {layout["camera"]["height"]}; '
           f'load average {load:.2f} on {os.cpu_count()} cpus')
-    lidar = _measure('lidar_scan', lambda pose: scene.lidar_scan(
+    lidar = _measure('lidar_scan', lambda pose: lidar_scan(
         layout, pose, props, terrain, rng=rng), poses)
-    camera = _measure('camera_image', lambda pose: scene.camera_image(
+    camera = _measure('camera_image', lambda pose: camera_image(
         layout, pose, props, terrain, rng=rng), poses)
-    ins = _measure('ins_values', lambda pose: scene.ins_values(
+    ins = _measure('ins_values', lambda pose: ins_values(
         layout, pose, velocity_world=(0.0, 3.0, 0.0), angular_velocity_world=(0.0, 0.0, 0.1),
         acceleration_world=(0.0, 0.2, 0.0), rng=rng), poses * 5)
-    _measure('render_view_png', lambda pose: scene.render_view_png(
+    _measure('render_view_png', lambda pose: render_view_png(
         [(args.vehicle, pose)], props, terrain), poses[:10])
     second = 10 * lidar + 10 * camera + 100 * ins
     print(f'one simulated second (10 scans, 10 images, 100 INS) at the CPU p50: '

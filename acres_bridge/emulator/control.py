@@ -41,8 +41,8 @@ import threading
 import time
 from typing import Any
 
-from acres_bridge.emulator import scene
 from acres_bridge.emulator.episode_log import EpisodeLog
+from acres_bridge.emulator.sensors.props import SPAWNABLES
 from acres_bridge.emulator.streams import listen
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.streams import serve_clients
@@ -560,7 +560,7 @@ class ControlServer:
         position, orientation = _pose(request.get('pose'), required=False)
         if not uri:
             raise Refusal(RESULT_URI_EMPTY, 'the uri is empty')
-        if uri not in {item['uri'] for item in scene.SPAWNABLES}:
+        if uri not in {item['uri'] for item in SPAWNABLES}:
             raise Refusal(RESULT_URI_INVALID,
                           f'unknown uri {json.dumps(uri)}: see get_spawnables')
         if not name and not allow_renaming:
@@ -587,7 +587,7 @@ class ControlServer:
     def _op_get_spawnables(self, request: dict[str, Any],
                            connection: _Connection) -> dict[str, Any]:
         return {'spawnables': [{'uri': item['uri'], 'description': item['description']}
-                               for item in scene.SPAWNABLES]}
+                               for item in SPAWNABLES]}
 
     def _op_get_named_poses(self, request: dict[str, Any],
                             connection: _Connection) -> dict[str, Any]:

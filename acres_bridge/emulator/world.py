@@ -47,8 +47,20 @@ from typing import Protocol
 import numpy as np
 
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator import scene
 from acres_bridge.emulator.episode_log import EpisodeLog
+from acres_bridge.emulator.sensors.camera import camera_image
+from acres_bridge.emulator.sensors.ins import ins_values
+from acres_bridge.emulator.sensors.layouts import hello_layout
+from acres_bridge.emulator.sensors.layouts import shifted_layout
+from acres_bridge.emulator.sensors.lidar import lidar_scan
+from acres_bridge.emulator.sensors.poses import NAMED_POSES
+from acres_bridge.emulator.sensors.poses import Pose
+from acres_bridge.emulator.sensors.poses import pose_from_utm
+from acres_bridge.emulator.sensors.poses import utm_state
+from acres_bridge.emulator.sensors.props import Prop as SeenProp
+from acres_bridge.emulator.sensors.props import vehicle_prop
+from acres_bridge.emulator.sensors.view import render_view_png
+from acres_bridge.emulator.terrain import Terrain
 from acres_bridge.protocol.frames import encode_camera_payload
 from acres_bridge.protocol.frames import encode_clock_payload
 from acres_bridge.protocol.frames import encode_ins_payload
@@ -194,9 +206,9 @@ class Agent:
         """Return the pose of base_footprint in the world frame."""
         return {'position': [self.x, self.y, self.z], 'orientation': self.orientation()}
 
-    def body_pose(self) -> scene.Pose:
+    def body_pose(self) -> Pose:
         """Return the pose for the sensor models."""
-        return scene.Pose(np.array([self.x, self.y, self.z]), np.array(self.orientation()))
+        return Pose(np.array([self.x, self.y, self.z]), np.array(self.orientation()))
 
 
 @dataclass
@@ -214,10 +226,10 @@ class Prop:
         """Return the pose in the world frame."""
         return {'position': [self.x, self.y, self.z], 'orientation': list(self.orientation)}
 
-    def scene_prop(self) -> scene.Prop:
+    def scene_prop(self) -> SeenProp:
         """Return the prop for the sensor models."""
-        return scene.Prop(self.name, self.uri, np.array([self.x, self.y, self.z]),
-                          geodesy.quaternion_yaw(self.orientation))
+        return SeenProp(self.name, self.uri, np.array([self.x, self.y, self.z]),
+                        geodesy.quaternion_yaw(self.orientation))
 
 
 class World:
@@ -251,7 +263,7 @@ class World:
         self.episode_start_step = 0
         start = start_utc or datetime.datetime.now(datetime.timezone.utc)
         self.session_id = start.strftime('%Y%m%dT%H%M%S')
-        self.terrain = scene.Terrain()
+        self.terrain = Terrain()
         self.farm = FarmState(seed)
         if render_every < 1:
             raise ValueError(f'render_every must be 1 or more, got {render_every}')
@@ -277,7 +289,7 @@ class World:
                 raise ValueError('ACRES Core has only Polaris agents')
             same = sum(1 for agent in self.agents if agent.vehicle == vehicle)
             name = vehicle if same == 0 else f'{vehicle}_{same}'
-            layout = scene.hello_layout(vehicle, name, mode=self.mode)
+            layout = hello_layout(vehicle, name, mode=self.mode)
             x, y, yaw = spawn_poses[index % len(spawn_poses)]
             # Agents that share a spawn place stand side by side.
             offset = 6.0 * (index // len(spawn_poses))
@@ -417,7 +429,7 @@ class World:
         if _SENSOR_INS in due:
             cos_yaw, sin_yaw = math.cos(agent.yaw), math.sin(agent.yaw)
             lateral = agent.speed_mps * agent.yaw_rate
-            values = scene.ins_values(
+            values = ins_values(
                 layout, pose, velocity_world=agent.twist()['linear'],
                 angular_velocity_world=(0.0, 0.0, agent.yaw_rate),
                 acceleration_world=(agent.accel_mps2 * cos_yaw - lateral * sin_yaw,
@@ -435,20 +447,20 @@ class World:
         agent.frames_rendered[sensor] = count + 1
         return count % self.render_every == 0
 
-    def _camera_payload(self, agent: Agent, layout: dict[str, Any], pose: scene.Pose) -> bytes:
+    def _camera_payload(self, agent: Agent, layout: dict[str, Any], pose: Pose) -> bytes:
         if self._render_now(agent, _SENSOR_CAMERA) or agent.last_image is None:
-            image = scene.camera_image(layout, pose, self._seen_by(agent), self.terrain,
-                                       rng=self._rng(agent, _SENSOR_CAMERA))
+            image = camera_image(layout, pose, self._seen_by(agent), self.terrain,
+                                 rng=self._rng(agent, _SENSOR_CAMERA))
             agent.last_image = encode_camera_payload(image)
         return agent.last_image
 
-    def _lidar_payload(self, agent: Agent, layout: dict[str, Any], pose: scene.Pose) -> bytes:
+    def _lidar_payload(self, agent: Agent, layout: dict[str, Any], pose: Pose) -> bytes:
         lidar = layout['lidar']
         rotation = pose.rotation @ geodesy.rpy_to_matrix(lidar['rpy_deg'])
         origin = pose.position + pose.rotation @ np.asarray(lidar['position_flu_m'], float)
         if self._render_now(agent, _SENSOR_LIDAR) or agent.last_scan is None:
-            cloud = scene.lidar_scan(layout, pose, self._seen_by(agent), self.terrain,
-                                     rng=self._rng(agent, _SENSOR_LIDAR))
+            cloud = lidar_scan(layout, pose, self._seen_by(agent), self.terrain,
+                               rng=self._rng(agent, _SENSOR_LIDAR))
             agent.last_scan = (cloud, rotation, origin)
             return encode_lidar_payload(cloud)
         # Between fresh scans: the last cloud moved into the sensor's new pose (a static world).
@@ -467,10 +479,10 @@ class World:
         moved[:, 3] = points[:, 3]
         return encode_lidar_payload(moved.reshape(cloud.shape))
 
-    def _seen_by(self, agent: Agent) -> list[scene.Prop]:
+    def _seen_by(self, agent: Agent) -> list[SeenProp]:
         """Return what the sensors of an agent see: the props and the other agents."""
         props = [prop.scene_prop() for prop in self.props.values()]
-        props.extend(scene.vehicle_prop(other.name, other.vehicle, other.body_pose())
+        props.extend(vehicle_prop(other.name, other.vehicle, other.body_pose())
                      for other in self.agents if other is not agent)
         return props
 
@@ -526,8 +538,7 @@ class World:
             twist = {'linear': [0.0, 0.0, 0.0], 'angular': [0.0, 0.0, 0.0]}
         else:
             return None
-        utm = scene.utm_state(scene.Pose(np.array(pose['position']),
-                                         np.array(pose['orientation'])))
+        utm = utm_state(Pose(np.array(pose['position']), np.array(pose['orientation'])))
         return {'time_s': self.time_s, 'frame': 'world', 'pose': pose, 'twist': twist,
                 'utm': utm}
 
@@ -536,7 +547,7 @@ class World:
         """Return a position and an orientation of ``frame`` (world or utm) in the world frame."""
         if frame == 'world':
             return list(position), list(orientation)
-        pose = scene.pose_from_utm(position, orientation)
+        pose = pose_from_utm(position, orientation)
         return pose.position.tolist(), pose.orientation.tolist()
 
     def set_entity_state(self, name: str, position: Sequence[float],
@@ -579,7 +590,7 @@ class World:
 
     def named_poses(self) -> list[dict[str, Any]]:
         """Return the named places of the tile."""
-        return [dict(place) for place in scene.NAMED_POSES]
+        return [dict(place) for place in NAMED_POSES]
 
     # --- conditions and shifts ----------------------------------------------------------------
 
@@ -669,7 +680,7 @@ class World:
             # ACRES Core has no camera: it applies the actuator and the LiDAR offsets only.
             mounts.pop('camera_offset_m')
             mounts.pop('camera_offset_rpy_deg')
-        agent.sensor_layout = scene.shifted_layout(agent.layout, mounts)
+        agent.sensor_layout = shifted_layout(agent.layout, mounts)
         agent.last_scan = None
         agent.last_image = None
         return normal
@@ -679,7 +690,7 @@ class World:
         agents = [(agent.vehicle, agent.body_pose()) for agent in self.agents]
         props = [prop.scene_prop() for prop in self.props.values()]
         terrain = self.terrain
-        return lambda: scene.render_view_png(agents, props, terrain)
+        return lambda: render_view_png(agents, props, terrain)
 
     # --- the farm -----------------------------------------------------------------------------
 
@@ -785,7 +796,7 @@ def _rate(layout: dict[str, Any], sensor: str) -> float:
 def _spawn_poses() -> list[tuple[float, float, float]]:
     """Return (x, y, yaw) of the spawn places of the tile, the garage first."""
     poses = []
-    for place in scene.NAMED_POSES:
+    for place in NAMED_POSES:
         if 'spawn' in place.get('tags', ()):
             pose = place['pose']
             poses.append((pose['position'][0], pose['position'][1],
