@@ -39,21 +39,23 @@ from acres_bridge.nodes.parameters import SimControlParameters
 def test_the_defaults_are_the_contracts():
     assert sensor_bridge_parameters_from_values({}) == SensorBridgeParameters(
         host='127.0.0.1', address='127.0.0.1', port=5601, frame_prefix='', publish_clock=True,
-        publish_tf='none', world_frame='world', point_fields='xyzi', reconnect_s=1.0)
+        publish_tf='none', world_frame='world', point_fields='xyzi', lidar_sweep_s=-1.0,
+        point_time_origin='end', reconnect_s=1.0)
     assert sim_control_parameters_from_values({}) == SimControlParameters(
         host='127.0.0.1', address='127.0.0.1', port=5600, timeout_s=10.0, reconnect_s=1.0)
     assert bridge_parameters_from_values({}) == BridgeParameters(
         host='127.0.0.1', address='127.0.0.1', port=5600, sensor_ports=(), timeout_s=10.0,
         reconnect_s=1.0, frame_prefix='', publish_clock=True, publish_tf='none',
-        world_frame='world', point_fields='xyzi')
+        world_frame='world', point_fields='xyzi', lidar_sweep_s=-1.0, point_time_origin='end')
     assert [spec.name for spec in SENSOR_BRIDGE_PARAMETERS] == [
         'host', 'port', 'frame_prefix', 'publish_clock', 'publish_tf', 'world_frame',
-        'point_fields', 'reconnect_s']
+        'point_fields', 'lidar_sweep_s', 'point_time_origin', 'reconnect_s']
     assert [spec.name for spec in SIM_CONTROL_PARAMETERS] == [
         'host', 'port', 'timeout_s', 'reconnect_s']
     assert {spec.name for spec in BRIDGE_PARAMETERS} == {
         'host', 'port', 'sensor_ports', 'timeout_s', 'reconnect_s', 'frame_prefix',
-        'publish_clock', 'publish_tf', 'world_frame', 'point_fields'}
+        'publish_clock', 'publish_tf', 'world_frame', 'point_fields', 'lidar_sweep_s',
+        'point_time_origin'}
 
 
 def test_settings_are_frozen():
@@ -73,6 +75,11 @@ def test_settings_are_frozen():
     ({'port': True}, 'parameter port: True is not an integer'),
     ({'publish_tf': 'odom'}, "parameter publish_tf: 'odom' is not one of none, ins, truth"),
     ({'publish_tf': 'INS'}, "parameter publish_tf: 'INS' is not one of none, ins, truth"),
+    ({'point_time_origin': 'middle'}, "parameter point_time_origin: 'middle' is not one of "
+                                      'end, start'),
+    ({'lidar_sweep_s': 11.0}, 'parameter lidar_sweep_s: 11.0 is not from -1.0 to 10.0'),
+    ({'lidar_sweep_s': -2.0}, 'parameter lidar_sweep_s: -2.0 is not from -1.0 to 10.0'),
+    ({'lidar_sweep_s': float('nan')}, 'parameter lidar_sweep_s: nan is not from -1.0 to 10.0'),
     ({'point_fields': 'xyz'}, "parameter point_fields: 'xyz' is not one of xyzi, xyzirt"),
     ({'publish_clock': 'yes'}, "parameter publish_clock: 'yes' is not true or false"),
     ({'reconnect_s': 0.0}, 'parameter reconnect_s: 0.0 is not from 0.01 to 3600.0'),
@@ -114,6 +121,10 @@ def test_session_values_give_each_agent_its_bridge_settings():
     with pytest.raises(ParameterError, match='parameter sensor_ports: .* list of integers'):
         bridge_parameters_from_values({'sensor_ports': ['5601']})
     assert sensor_bridge_parameters_from_values({}).replace(port=6000).port == 6000
+    times = bridge_parameters_from_values({'lidar_sweep_s': 0, 'point_time_origin': 'start'})
+    agent = times.sensor(5601)
+    assert (agent.lidar_sweep_s, agent.point_time_origin) == (0.0, 'start')
+    assert isinstance(agent.lidar_sweep_s, float)
 
 
 def _node(ros_context, name: str, **overrides) -> Node:

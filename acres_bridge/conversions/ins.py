@@ -23,8 +23,10 @@ NavSatFix                  latitude, longitude, altitude = 16, 17, 18; covarianc
                            with COVARIANCE_TYPE_DIAGONAL_KNOWN; status = 29; service GPS
 Imu                        orientation = 22..25 (x, y, z, w); angular_velocity = 10..12;
                            linear_acceleration = 13..15 (specific force, +9.81 z at rest)
-Odometry (INS)             pose position = 26..28, orientation = 22..25; twist linear =
-                           7..9, angular = 10..12 (body frame, the child frame)
+Odometry (INS)             pose position = 26..28, orientation = 22..25; pose covariance
+                           diagonal x, y, z = 19, 20, 21 when all three are finite and
+                           not negative; twist linear = 7..9, angular = 10..12 (body
+                           frame, the child frame)
 Odometry (ground truth)    pose position = 32..34, orientation = 35..38; twist linear x = 39
 =========================  =============================================================
 
@@ -33,7 +35,15 @@ says so and claims nothing: status STATUS_NO_FIX, COVARIANCE_TYPE_UNKNOWN with a
 covariance (never a NaN presented as a variance); latitude, longitude and altitude stay NaN,
 the message definition's "not available". The same holds for any epoch whose position or
 covariance is not finite, whatever its status value says. Covariances the INS does not give
-(orientation, rates, acceleration, twist, pose) are zero: unknown, as the messages define.
+(orientation, rates, acceleration, twist) are zero: unknown, as the messages define.
+
+The INS odometry's position variances are the fix's (east, north, up) put on x, y, z of the world
+frame: the map grid is turned from true east by a few degrees, which matters only when the east
+and north variances differ. Its orientation rows and columns, the position cross terms and the
+twist covariance stay zero: not measured, never "exact" (a filter such as robot_localization
+must not fuse the odometry's orientation or twist as if they were). Without a geographic
+reference (NaN variances) the whole pose covariance is zero: unknown. The ground truth is exact
+and says nothing: its covariances are all zero.
 
 ``ins_frame_to_cdr`` gives the same four messages already serialised, for
 ``Publisher.publish(bytes)``: about a tenth of the cost of building the message objects.
@@ -135,6 +145,14 @@ def ins_frame_to_imu(frame: InsFrame, header: Header) -> Imu:
                linear_acceleration=_vector(values, _F.ACCEL_X))
 
 
+def position_variances(values: tuple[float, ...]) -> tuple[float, float, float]:
+    """Return the east, north, up variances of an epoch (19..21), or zeros if any is unusable."""
+    variances = values[_F.COV_E:_F.COV_E + 3]
+    if all(math.isfinite(value) and value >= 0.0 for value in variances):
+        return variances
+    return (0.0, 0.0, 0.0)
+
+
 def _odometry(header: Header, child_frame_id: str, values: tuple[float, ...], position: int,
               orientation: int) -> Odometry:
     odometry = Odometry(header=header, child_frame_id=child_frame_id)
@@ -152,6 +170,9 @@ def ins_frame_to_odometry(frame: InsFrame, header: Header, *, child_frame_id: st
     """
     values = _values(frame)
     odometry = _odometry(header, child_frame_id, values, _F.ENU_X, _F.ENU_QX)
+    covariance = [0.0] * 36
+    covariance[0], covariance[7], covariance[14] = position_variances(values)
+    odometry.pose.covariance = covariance
     odometry.twist.twist.linear = _vector(values, _F.VEL_X)
     odometry.twist.twist.angular = _vector(values, _F.GYRO_X)
     return odometry
@@ -197,11 +218,13 @@ def _cdr_layout(body_frame_id: str, world_frame_id: str) -> _CdrLayout:
     imu_pad, _ = cdr.pad(body_end, 8)
     imu = f'{cdr.HEADER_FORMAT}{body_format}{imu_pad}4d72x3d72x3d72x'
     # Odometry: header (world), child_frame_id (body), pose (position, orientation,
-    # covariance[36] zero), twist (linear, angular, covariance[36] zero).
+    # covariance[36]: the diagonal's x, y, z at 0, 7 and 14, the rest zero), twist (linear,
+    # angular, covariance[36] zero).
     world_format, world, world_end = cdr.string(world_frame_id, cdr.HEADER_END)
     child_format, child, child_end = cdr.string(body_frame_id, world_end)
     odometry_pad, _ = cdr.pad(child_end, 8)
-    odometry = f'{cdr.HEADER_FORMAT}{world_format}{child_format}{odometry_pad}7d288x6d288x'
+    odometry = (f'{cdr.HEADER_FORMAT}{world_format}{child_format}{odometry_pad}'
+                '7dd48xd48xd168x6d288x')
     # TFMessage of one TransformStamped: uint32 count 1, then the odometry's header and child
     # frame id 4 bytes further on, then translation and rotation.
     world_format, _, world_end = cdr.string(world_frame_id, cdr.HEADER_END + 4)
@@ -242,11 +265,12 @@ def ins_frame_to_cdr(frame: InsFrame, *, body_frame_id: str,
     # Twist linear (7..9) and angular (10..12, the rates) are adjacent values.
     odometry = pack_odometry(encapsulation, sec, nanosec, world, child,
                              *values[_F.ENU_X:_F.ENU_X + 3], *values[_F.ENU_QX:_F.ENU_QX + 4],
-                             *values[_F.VEL_X:_F.GYRO_X + 3])
-    # Ground truth: position (32..34) and orientation (35..38) are adjacent values.
+                             *position_variances(values), *values[_F.VEL_X:_F.GYRO_X + 3])
+    # Ground truth: position (32..34) and orientation (35..38) are adjacent values; it is
+    # exact and claims no covariance.
     truth = pack_odometry(encapsulation, sec, nanosec, world, child,
-                          *values[_F.TRUTH_X:_F.TRUTH_QX + 4], values[_F.TRUTH_SPEED],
-                          0.0, 0.0, 0.0, 0.0, 0.0)
+                          *values[_F.TRUTH_X:_F.TRUTH_QX + 4], 0.0, 0.0, 0.0,
+                          values[_F.TRUTH_SPEED], 0.0, 0.0, 0.0, 0.0, 0.0)
     return fix, imu, odometry, truth
 
 

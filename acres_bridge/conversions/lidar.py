@@ -31,14 +31,27 @@ of column c and ring r at row c, column r (the frame's cell index c x rings + r)
 
     16      ring       UINT16    the ring index r
     18      (2 bytes of padding, zero, so that time is aligned)
-    20      time       FLOAT32   s relative to the stamp (the end of the sweep), <= 0
+    20      time       FLOAT32   s relative to the cloud's stamp: the column's firing time
 
-The frame has no time per point: the LiDAR dataset's firing rule gives it. Column c fires
-(columns - 1 - c) / columns x sweep before the stamp, so the last column is at 0 and column 0
-almost a whole sweep earlier; a sweep of 0 (a scan of one instant) gives 0 everywhere.
+The frame has no time per point: the LiDAR dataset's firing rule gives it (:class:`PointTimes`
+holds its inputs, :func:`column_times_s` applies it). The rule is stated for the clockwise
+column order: column c fires (columns - 1 - c) / columns x sweep before the frame's stamp (the
+end of the sweep), so column 0, straight ahead, fires first and the last column, one step left
+of ahead, at the stamp. The head turns clockwise (seen from above) whatever order the frame lists
+its columns in; ``azimuth_order`` ccw only lists them the other way from the same column 0
+(the emulator's and the stream's convention), so ccw column c is the beam of cw column
+(columns - c) mod columns: column 0 still fires first, column 1 last (at the stamp), and column
+c >= 1 fires (c - 1) / columns x sweep before the stamp. A sweep of 0 (a scan of one instant:
+ACRES Core without its sweep option) gives every point the stamp.
+
+Two origins: ``end`` (the default) keeps the frame's stamp and gives times <= 0; ``start`` (what
+LIO-SAM and FAST-LIO read: the header stamp is the start of the scan and ``time`` a
+non-negative offset from it) stamps the cloud one sweep earlier, ``stamp - sweep``, and gives
+times in (0, sweep]. Either way the header stamp plus ``time`` is the column's firing time.
 """
 
 import array
+import dataclasses
 import functools
 import math
 
@@ -51,8 +64,13 @@ from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.protocol.frames import LIDAR_POINT_STEP
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.protocol.frames import LidarLayout
 
 POINT_FIELD_SETS = ('xyzi', 'xyzirt')
+AZIMUTH_ORDERS = ('cw', 'ccw')
+TIME_ORIGINS = ('end', 'start')
+# A sweep parameter below 0 means one scan period, 1 / lidar.hz of the Hello.
+ONE_SCAN_PERIOD = -1.0
 XYZI_POINT_STEP = LIDAR_POINT_STEP
 XYZIRT_POINT_STEP = 24
 
@@ -86,29 +104,91 @@ def point_fields(fields: str = 'xyzi') -> list[PointField]:
             for name, offset, datatype in layout]
 
 
-def column_times_s(columns: int, sweep_s: float) -> np.ndarray:
+@dataclasses.dataclass(frozen=True, slots=True)
+class PointTimes:
     """
-    Return the firing time of each column relative to the stamp, float32 seconds.
+    What the xyzirt ``time`` field is made of: the sweep, the column order and the origin.
 
-    Column c fires (columns - 1 - c) / columns x ``sweep_s`` before the stamp.
+    :param sweep_s: the time of one sweep, 0 or more (0: a scan of one instant).
+    :param azimuth_order: the Hello's ``lidar.azimuth_order``, ``cw`` or ``ccw``.
+    :param origin: ``end`` (times <= 0 from the frame's stamp) or ``start`` (times >= 0 from
+        the start of the sweep, one sweep before the frame's stamp).
+    :raises ValueError: for a sweep that is not finite or negative, another order or origin.
     """
+
+    sweep_s: float = 0.0
+    azimuth_order: str = 'cw'
+    origin: str = 'end'
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.sweep_s, (int, float)) and math.isfinite(self.sweep_s)
+                and self.sweep_s >= 0.0):
+            raise ValueError(f'a sweep of {self.sweep_s} s is not a duration')
+        if self.azimuth_order not in AZIMUTH_ORDERS:
+            raise ValueError(f'azimuth order {self.azimuth_order!r} is not cw or ccw')
+        if self.origin not in TIME_ORIGINS:
+            raise ValueError(f'time origin {self.origin!r} is not one of '
+                             f'{", ".join(TIME_ORIGINS)}')
+
+    @classmethod
+    def of(cls, layout: LidarLayout | None, *, sweep_s: float = ONE_SCAN_PERIOD,
+           origin: str = 'end') -> 'PointTimes':
+        """
+        Return the times of a Hello's LiDAR with the bridge's options.
+
+        :param layout: the Hello's ``lidar`` (None before a Hello: cw, no known period).
+        :param sweep_s: the sweep; below 0: one scan period, 1 / ``lidar.hz`` (0 when the
+            rate is unknown).
+        """
+        if sweep_s < 0.0:
+            hz = layout.hz if layout is not None else 0.0
+            sweep_s = 1.0 / hz if hz > 0.0 and math.isfinite(hz) else 0.0
+        order = layout.azimuth_order if layout is not None else 'cw'
+        return cls(float(sweep_s), order, origin)
+
+    def cloud_stamp_s(self, stamp_s: float) -> float:
+        """Return the stamp of the cloud of a frame stamped ``stamp_s`` (the sweep's end)."""
+        return stamp_s - self.sweep_s if self.origin == 'start' else stamp_s
+
+
+def column_times_s(columns: int, sweep_s: float, *, azimuth_order: str = 'cw',
+                   origin: str = 'end') -> np.ndarray:
+    """
+    Return the firing time of each column relative to the cloud's stamp, float32 seconds.
+
+    cw: column c fires (columns - 1 - c) / columns x ``sweep_s`` before the end of the sweep;
+    ccw column c is cw column (columns - c) mod columns. ``end``: relative to the end (<= 0);
+    ``start``: to one sweep before it (> 0, or 0 for a sweep of 0).
+
+    :raises ValueError: as :class:`PointTimes`.
+    """
+    return _column_times(columns, PointTimes(sweep_s, azimuth_order, origin))
+
+
+def _column_times(columns: int, times: PointTimes) -> np.ndarray:
     if columns <= 0:
         return np.zeros(0, dtype='<f4')
-    index = np.arange(columns, dtype=np.float64)
-    return ((index - (columns - 1)) * (sweep_s / columns)).astype('<f4')
+    index = np.arange(columns, dtype=np.int64)
+    if times.azimuth_order == 'ccw':
+        index = (columns - index) % columns     # the clockwise column of the same beam
+    step = times.sweep_s / columns
+    if times.origin == 'start':
+        return ((index + 1) * step).astype('<f4')
+    return ((index - (columns - 1)) * step).astype('<f4')
 
 
 def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xyzi',
-                         sweep_s: float = 0.0) -> PointCloud2:
+                         sweep_s: float = 0.0, times: PointTimes | None = None) -> PointCloud2:
     """
     Return the organised cloud of a LiDAR frame.
 
     :param frame: the decoded frame; its points are copied once, so the frame's buffer may be
         reused when this returns.
-    :param header: the header of the cloud (the frame's stamp, the LiDAR's frame id), used as
-        given.
+    :param header: the header of the cloud (the LiDAR's frame id; the stamp
+        ``times.cloud_stamp_s(frame stamp)``), used as given.
     :param fields: ``xyzi`` (the frame's points as they are) or ``xyzirt`` (with ring and time).
-    :param sweep_s: the time of one sweep (1 / the Hello's ``lidar.hz``), for ``xyzirt``.
+    :param sweep_s: for ``xyzirt`` without ``times``: ``PointTimes(sweep_s)`` (cw, end).
+    :param times: the sweep, column order and origin of the ``time`` field.
     :raises ValueError: for another field set, a sweep that is not finite or negative, or a
         frame whose points do not fill columns x rings x 16 bytes.
     """
@@ -123,12 +203,12 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
         data = uint8_array(points)
         point_step = XYZI_POINT_STEP
     else:
-        if not (math.isfinite(sweep_s) and sweep_s >= 0.0):
-            raise ValueError(f'a sweep of {sweep_s} s is not a duration')
+        if times is None:
+            times = PointTimes(float(sweep_s))
         # One copy of a cached cloud that already holds ring and time, then the frame's points
         # written into it as one structured numpy copy of 16-byte items: no loop per point,
         # and the bits of every float (NaN payloads too) stay as they are.
-        data = array.array('B', _xyzirt_template(columns, rings, float(sweep_s)))
+        data = array.array('B', _xyzirt_template(columns, rings, times))
         cells = np.frombuffer(data, dtype=_XYZI_CELL)
         cells['xyzi'] = np.frombuffer(points, dtype=_XYZI_ITEM)
         del cells
@@ -172,9 +252,9 @@ def _field_layout(fields: str) -> tuple[tuple[str, int, int], ...]:
 
 
 @functools.lru_cache(maxsize=4)
-def _xyzirt_template(columns: int, rings: int, sweep_s: float) -> bytes:
+def _xyzirt_template(columns: int, rings: int, times: PointTimes) -> bytes:
     """Return an xyzirt cloud with ring and time set, x, y, z, intensity and padding zero."""
     template = np.zeros((columns, rings), dtype=XYZIRT_DTYPE)
     template['ring'] = np.arange(rings, dtype='<u2')
-    template['time'] = column_times_s(columns, sweep_s)[:, np.newaxis]
+    template['time'] = _column_times(columns, times)[:, np.newaxis]
     return template.tobytes()

@@ -19,11 +19,11 @@ Every parameter of every node of acres_bridge, declared, validated and frozen in
 node                parameters
 ==================  =========================================================================
 sensor_bridge       host, port (5601), frame_prefix, publish_clock, publish_tf, world_frame,
-                    point_fields, reconnect_s
+                    point_fields, lidar_sweep_s, point_time_origin, reconnect_s
 sim_control         host, port (5600), timeout_s, reconnect_s
 acres_bridge        host, port (5600, the control channel), sensor_ports, timeout_s,
                     reconnect_s, frame_prefix, publish_clock, publish_tf, world_frame,
-                    point_fields
+                    point_fields, lidar_sweep_s, point_time_origin
 ==================  =========================================================================
 
 Each ``declare_*_parameters(node)`` declares its node's parameters with a
@@ -59,6 +59,8 @@ from acres_bridge.protocol.transport import require_loopback
 
 PUBLISH_TF_CHOICES = ('none', 'ins', 'truth')
 POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt')
+POINT_TIME_ORIGIN_CHOICES = ('end', 'start')
+LIDAR_SWEEP_RANGE_S = (-1.0, 10.0)
 PORT_RANGE = (1, 65535)
 RECONNECT_RANGE_S = (0.01, 3600.0)
 TIMEOUT_RANGE_S = (0.001, 86400.0)
@@ -138,6 +140,16 @@ POINT_FIELDS = ParameterSpec(
     'point_fields', 'xyzi', _T.STRING,
     'The fields of lidar/points: x y z intensity (xyzi), or also ring and time (xyzirt).',
     choices=POINT_FIELDS_CHOICES)
+LIDAR_SWEEP_S = ParameterSpec(
+    'lidar_sweep_s', -1.0, _T.DOUBLE,
+    'The time of one LiDAR sweep for the xyzirt time field, s: below 0 (the default -1) one '
+    'scan period, 1 / lidar.hz of the Hello; 0 a scan of one instant (ACRES Core without its '
+    'sweep option).', float_range=LIDAR_SWEEP_RANGE_S)
+POINT_TIME_ORIGIN = ParameterSpec(
+    'point_time_origin', 'end', _T.STRING,
+    'The origin of the xyzirt time field: end (the frame stamp, the end of the sweep; times '
+    '<= 0) or start (the cloud is stamped one sweep earlier, times >= 0, as LIO-SAM and '
+    'FAST-LIO read them).', choices=POINT_TIME_ORIGIN_CHOICES)
 RECONNECT_S = ParameterSpec(
     'reconnect_s', 1.0, _T.DOUBLE, 'The wait before each new connection attempt, s.',
     float_range=RECONNECT_RANGE_S)
@@ -147,10 +159,12 @@ TIMEOUT_S = ParameterSpec(
     'its steps).', float_range=TIMEOUT_RANGE_S)
 
 SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF,
-                            WORLD_FRAME, POINT_FIELDS, RECONNECT_S)
+                            WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S, POINT_TIME_ORIGIN,
+                            RECONNECT_S)
 SIM_CONTROL_PARAMETERS = (HOST, CONTROL_PORT, TIMEOUT_S, RECONNECT_S)
 BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, RECONNECT_S, FRAME_PREFIX,
-                     PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS)
+                     PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S,
+                     POINT_TIME_ORIGIN)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -169,6 +183,8 @@ class SensorBridgeParameters:
     publish_tf: str = 'none'
     world_frame: str = 'world'
     point_fields: str = 'xyzi'
+    lidar_sweep_s: float = -1.0
+    point_time_origin: str = 'end'
     reconnect_s: float = 1.0
 
     def replace(self, **changes: Any) -> 'SensorBridgeParameters':
@@ -204,6 +220,8 @@ class BridgeParameters:
     publish_tf: str = 'none'
     world_frame: str = 'world'
     point_fields: str = 'xyzi'
+    lidar_sweep_s: float = -1.0
+    point_time_origin: str = 'end'
 
     def control(self) -> SimControlParameters:
         """Return the settings of the control channel."""
@@ -224,7 +242,8 @@ class BridgeParameters:
             'frame_prefix': self.frame_prefix if frame_prefix is None else frame_prefix,
             'publish_clock': self.publish_clock if publish_clock is None else publish_clock,
             'publish_tf': self.publish_tf, 'world_frame': self.world_frame,
-            'point_fields': self.point_fields, 'reconnect_s': self.reconnect_s})
+            'point_fields': self.point_fields, 'lidar_sweep_s': self.lidar_sweep_s,
+            'point_time_origin': self.point_time_origin, 'reconnect_s': self.reconnect_s})
 
 
 _Settings = TypeVar('_Settings', SensorBridgeParameters, SimControlParameters, BridgeParameters)

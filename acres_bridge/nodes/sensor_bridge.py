@@ -40,7 +40,6 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 import concurrent.futures
 import dataclasses
-import math
 import sys
 import threading
 import time
@@ -85,6 +84,7 @@ from acres_bridge.conversions.diagnostics import stream_stats_to_status
 from acres_bridge.conversions.ins import ins_frame_to_cdr
 from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
+from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
@@ -100,6 +100,7 @@ from acres_bridge.protocol.frames import Hello
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.protocol.frames import LidarLayout
 from acres_bridge.protocol.transport import LogThrottle
 from acres_bridge.protocol.transport import SensorStreamClient
 
@@ -258,7 +259,7 @@ class _Layout:
 
     hello: Hello | None
     frames: AgentFrames
-    sweep_s: float
+    times: PointTimes
 
 
 class SensorBridge:
@@ -295,7 +296,8 @@ class SensorBridge:
         self._shared = shared if shared is not None else SharedPublishers(node)
         self._logger = node.get_logger()
         self._on_frame = on_frame
-        self._layout = _Layout(None, AgentFrames.of(None, parameters.frame_prefix), 0.0)
+        self._layout = _Layout(None, AgentFrames.of(None, parameters.frame_prefix),
+                               self._point_times(None))
         self._static_key: tuple | None = None
         self._published = dict.fromkeys(FRAME_TYPES, 0)
         self._dropped = dict.fromkeys(FRAME_TYPES, 0)
@@ -518,9 +520,8 @@ class SensorBridge:
     def _publish_hello(self, frame: HelloFrame) -> None:
         hello = frame.hello
         prefix = self.parameters.frame_prefix
-        hz = hello.lidar.hz
-        sweep_s = 1.0 / hz if hz > 0 and math.isfinite(hz) else 0.0
-        self._layout = _Layout(hello, AgentFrames.of(hello, prefix), sweep_s)
+        self._layout = _Layout(hello, AgentFrames.of(hello, prefix),
+                               self._point_times(hello.lidar))
         transforms = hello_to_static_transforms(
             hello, stamp_to_time(frame.header.stamp_s), frame_prefix=prefix)
         key = _transform_key(transforms)
@@ -554,9 +555,16 @@ class SensorBridge:
 
     def _publish_lidar(self, frame: LidarFrame) -> None:
         layout = self._layout
-        header = Header(stamp=stamp_to_time(frame.header.stamp_s), frame_id=layout.frames.lidar)
+        stamp_s = frame.header.stamp_s
+        if self.parameters.point_fields == 'xyzirt':
+            stamp_s = layout.times.cloud_stamp_s(stamp_s)
+        header = Header(stamp=stamp_to_time(stamp_s), frame_id=layout.frames.lidar)
         self._cloud.publish(lidar_frame_to_cloud(
-            frame, header, fields=self.parameters.point_fields, sweep_s=layout.sweep_s))
+            frame, header, fields=self.parameters.point_fields, times=layout.times))
+
+    def _point_times(self, lidar: LidarLayout | None) -> PointTimes:
+        return PointTimes.of(lidar, sweep_s=self.parameters.lidar_sweep_s,
+                             origin=self.parameters.point_time_origin)
 
     def _publish_camera(self, frame: CameraFrame) -> None:
         layout = self._layout
