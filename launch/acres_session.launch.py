@@ -13,26 +13,43 @@
 # limitations under the License.
 
 """
-Launch a whole ACRES session: the ``acres_bridge`` executable, and rviz2 when asked.
-
-The ``acres_bridge`` executable serves the control channel and runs one sensor bridge per agent.
+Launch a whole ACRES session: the ``acres_bridge`` executable, and rviz2 and recorders when asked.
 
     ros2 launch acres_bridge acres_session.launch.py
-    ros2 launch acres_bridge acres_session.launch.py rviz:=true use_sim_time:=true
+    ros2 launch acres_bridge acres_session.launch.py rviz:=true
     ros2 launch acres_bridge acres_session.launch.py port:=5700 sensor_ports:=5701,5702
+    ros2 launch acres_bridge acres_session.launch.py record_dataset:=true dataset_set:=field_a
     profile=$(ros2 pkg prefix acres_bridge)/share/acres_bridge/config/fastdds_large_data.xml
     ros2 launch acres_bridge acres_session.launch.py dds_profile:=$profile
+
+Nodes (``ros2 node list``), each once:
+
+- ``/<namespace>/acres_bridge`` and ``/<namespace>/sim_control``: the two nodes of the
+  ``acres_bridge`` process, the sensor side (one sensor bridge per agent) and the control
+  channel. The launch gives this process no ``name``: launch_ros turns ``name`` into
+  ``-r __node:=NAME``, which would rename both nodes to one name;
+- ``/rviz2`` with ``rviz:=true``;
+- ``/<namespace>/<agent>/lidar_recorder`` for each agent of ``dataset_agents`` with
+  ``record_dataset:=true``: its cloud and odometry to the LiDAR dataset (parameters ``set``,
+  ``sequence``, ``split``; with several agents each sequence name ends with ``_<agent>``).
+
+Time: the clients this launch starts (rviz2, the recorders) follow /clock, as ``use_sim_time``
+says (true by default). The bridge's own nodes keep the system clock: they publish /clock, every
+stamp they take from a frame is simulation time already, and their timers (diagnostics,
+reconnects, time-outs) must run while a lockstep simulation is paused.
 
 Parameters come from ``config/acres_session.yaml`` (or ``params_file``); an argument given on
 the command line overrides the file's value, an empty one leaves it. ``sensor_ports`` empty
 means: each agent's port from the simulator's ``hello`` reply. ``dds_profile`` sets
 ``FASTDDS_DEFAULT_PROFILES_FILE`` (and ``FASTRTPS_DEFAULT_PROFILES_FILE`` on the distributions
 with Fast DDS 2.x, which read only that name) and ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` for the
-processes of this launch, rviz2 included.
-Works with the launch and launch_ros of Humble to Kilted.
+processes of this launch, rviz2 included. ``rviz:=true`` without rviz2 installed (or
+``record_dataset:=true`` without ``lidar_recorder``) stops the launch with one line before any
+process starts. Works with the launch and launch_ros of Humble to Kilted.
 """
 
 import os
+import time
 
 from launch import LaunchContext
 from launch import LaunchDescription
@@ -42,6 +59,7 @@ from launch.actions import SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch.substitutions import PathJoinSubstitution
 from launch_ros.actions import Node
+from launch_ros.substitutions import ExecutableInPackage
 from launch_ros.substitutions import FindPackageShare
 import yaml
 
@@ -53,7 +71,7 @@ _CONFIG = FindPackageShare(PACKAGE)
 ARGUMENTS = (
     ('namespace', '', "the session's namespace (agents' topics go under /<namespace>/<agent>)"),
     ('params_file', PathJoinSubstitution([_CONFIG, 'config', 'acres_session.yaml']),
-     'the parameters of the acres_bridge node'),
+     'the parameters of the acres_bridge process (its nodes acres_bridge and sim_control)'),
     ('host', '', 'the simulator host (loopback only)'),
     ('port', '', 'the control channel port (-SimControl=; the file says 5600)'),
     ('sensor_ports', '', 'sensor stream ports, one per agent, comma separated; empty: from '
@@ -62,12 +80,19 @@ ARGUMENTS = (
      'several agents'),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
     ('point_fields', '', 'xyzi or xyzirt'),
-    ('use_sim_time', 'false', 'the nodes (and rviz2) follow /clock'),
+    ('use_sim_time', 'true', 'the clients of this launch (rviz2, the recorders) follow /clock; '
+     'the bridge keeps the system clock'),
     ('dds_profile', '', 'a Fast DDS XML profile for this launch (e.g. the package\'s '
      'config/fastdds_large_data.xml); empty: none'),
-    ('rviz', 'false', 'start rviz2 too'),
+    ('rviz', 'false', 'start rviz2 too (it must be installed)'),
     ('rviz_config', PathJoinSubstitution([_CONFIG, 'config', 'acres.rviz']),
      'the rviz2 configuration'),
+    ('record_dataset', 'false', 'start a lidar_recorder for each agent of dataset_agents'),
+    ('dataset_agents', 'polaris', 'the agents to record, comma separated'),
+    ('dataset_set', '', "the recorders' dataset set; empty: the recorder's default"),
+    ('dataset_sequence', '', 'the sequence name; empty: the launch time (YYYYmmdd-HHMMSS)'),
+    ('dataset_split', '', "the sequences' split tag (train, val, test, guard, excluded or "
+     "none); empty: the recorder's default"),
     ('log_level', 'info', 'the ROS log level'),
 )
 
@@ -77,10 +102,71 @@ def _ports(text: str) -> list[int]:
     return [int(item) for item in text.strip('[] ').replace(' ', '').split(',') if item]
 
 
+def _names(text: str) -> list[str]:
+    """Return 'polaris, maxxum' as ['polaris', 'maxxum']."""
+    return [item.strip() for item in text.split(',') if item.strip()]
+
+
+def _flag(context: LaunchContext, name: str) -> bool:
+    return yaml.safe_load(LaunchConfiguration(name).perform(context)) is True
+
+
+def require_executables(context: LaunchContext) -> None:
+    """
+    Fail the launch, before any process starts, when an asked-for executable is missing.
+
+    emulator_session.launch.py calls this too, so that nothing starts there either.
+
+    :raises RuntimeError: one line naming the argument, the executable and what to do.
+    """
+    wanted = []
+    if _flag(context, 'rviz'):
+        wanted.append(('rviz:=true', 'rviz2', 'rviz2', 'install rviz2 (ros-$ROS_DISTRO-rviz2)'))
+    if _flag(context, 'record_dataset'):
+        wanted.append(('record_dataset:=true', PACKAGE, 'lidar_recorder',
+                       'install acres_bridge with its lidar_recorder'))
+    for argument, package, executable, remedy in wanted:
+        try:
+            ExecutableInPackage(executable, package).perform(context)
+        except Exception as exc:    # PackageNotFoundError or SubstitutionFailure
+            reason = exc.args[0] if exc.args else exc
+            raise RuntimeError(
+                f'{argument} needs the executable {executable} of package {package}, which is '
+                f'not installed ({reason}): {remedy}, or launch without {argument}') from None
+
+
+def _recorders(context: LaunchContext, namespace: str, use_sim_time: bool) -> list[Node]:
+    """Return one lidar_recorder node per agent to record."""
+    def value(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    agents = _names(value('dataset_agents'))
+    sequence = value('dataset_sequence') or time.strftime('%Y%m%d-%H%M%S')
+    nodes = []
+    for agent in agents:
+        parameters = {'use_sim_time': use_sim_time,
+                      'sequence': f'{sequence}_{agent}' if len(agents) > 1 else sequence}
+        for name in ('set', 'split'):
+            if value(f'dataset_{name}'):
+                parameters[name] = value(f'dataset_{name}')
+        nodes.append(Node(
+            package=PACKAGE,
+            executable='lidar_recorder',
+            name='lidar_recorder',       # one node per process: the name renames only it
+            namespace='/'.join(part for part in (namespace.strip('/'), agent) if part),
+            parameters=[parameters],
+            arguments=['--ros-args', '--log-level', value('log_level')],
+            output='screen',
+            emulate_tty=True,
+        ))
+    return nodes
+
+
 def _launch_setup(context: LaunchContext) -> list:
     def value(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
+    require_executables(context)
     actions = []
     profile = value('dds_profile')
     if profile:
@@ -102,20 +188,19 @@ def _launch_setup(context: LaunchContext) -> list:
                  for name, text in acres_bridge_parameters.items() if text}
     if value('sensor_ports'):
         overrides['sensor_ports'] = _ports(value('sensor_ports'))
-    use_sim_time = yaml.safe_load(value('use_sim_time'))
-    overrides['use_sim_time'] = use_sim_time
+    use_sim_time = _flag(context, 'use_sim_time')
     namespace = value('namespace')
     actions.append(Node(
+        # No name=: it would become -r __node:=NAME and rename both nodes of the process.
         package=PACKAGE,
         executable='acres_bridge',
-        name='acres_bridge',
         namespace=namespace,
         parameters=[value('params_file'), overrides],
         arguments=['--ros-args', '--log-level', value('log_level')],
         output='screen',
         emulate_tty=True,
     ))
-    if yaml.safe_load(value('rviz')) is True:
+    if _flag(context, 'rviz'):
         actions.append(Node(
             package='rviz2',
             executable='rviz2',
@@ -124,6 +209,8 @@ def _launch_setup(context: LaunchContext) -> list:
             parameters=[{'use_sim_time': use_sim_time}],
             output='screen',
         ))
+    if _flag(context, 'record_dataset'):
+        actions += _recorders(context, namespace, use_sim_time)
     return actions
 
 

@@ -18,12 +18,16 @@ Launch the simulator emulator and a whole session against it: try the bridge wit
     ros2 launch acres_bridge emulator_session.launch.py
     ros2 launch acres_bridge emulator_session.launch.py vehicles:=polaris,maxxum rviz:=true
     ros2 launch acres_bridge emulator_session.launch.py lockstep:=true mode:=core
+    ros2 launch acres_bridge emulator_session.launch.py record_dataset:=true dataset_set:=emu
 
 Starts ``acres_sim_emulator`` (the control channel on ``port``, one sensor stream per vehicle
 on ``sensor_ports``, or 5601, 5602, ... when empty) and includes ``acres_session.launch.py``
-with the same ports; the other arguments pass through to it. The bridge connects when the
-emulator listens (it retries every ``reconnect_s``). Works with the launch and launch_ros of
-Humble to Kilted.
+with the same ports; the other arguments pass through to it, and ``dataset_agents`` is
+``vehicles`` (one recorder per vehicle with ``record_dataset:=true``). The bridge connects when
+the emulator listens (it retries every ``reconnect_s``). The emulator is a plain process named
+``acres_sim_emulator`` (no ROS node); the nodes are those of acres_session.launch.py. Ctrl-C
+ends the emulator and the session with exit 0. ``rviz:=true`` without rviz2 installed stops the
+launch before the emulator starts. Works with the launch and launch_ros of Humble to Kilted.
 """
 
 from launch import LaunchContext
@@ -32,6 +36,7 @@ from launch.actions import DeclareLaunchArgument
 from launch.actions import ExecuteProcess
 from launch.actions import IncludeLaunchDescription
 from launch.actions import OpaqueFunction
+from launch.launch_description_sources import load_python_launch_file_as_module
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch.substitutions import PathJoinSubstitution
@@ -57,9 +62,14 @@ SESSION_ARGUMENTS = (
     ('namespace', '', "the session's namespace"),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
     ('point_fields', '', 'xyzi or xyzirt'),
-    ('use_sim_time', 'false', 'the nodes (and rviz2) follow /clock'),
+    ('use_sim_time', 'true', 'the clients (rviz2, the recorders) follow /clock; the bridge '
+     'keeps the system clock'),
     ('dds_profile', '', 'a Fast DDS XML profile for the ROS processes; empty: none'),
-    ('rviz', 'false', 'start rviz2 too'),
+    ('rviz', 'false', 'start rviz2 too (it must be installed)'),
+    ('record_dataset', 'false', 'start a lidar_recorder for each vehicle'),
+    ('dataset_set', '', "the recorders' dataset set; empty: the recorder's default"),
+    ('dataset_sequence', '', 'the sequence name; empty: the launch time (YYYYmmdd-HHMMSS)'),
+    ('dataset_split', '', "the sequences' split tag; empty: the recorder's default"),
     ('log_level', 'info', 'the ROS log level'),
 )
 
@@ -75,13 +85,16 @@ def _launch_setup(context: LaunchContext) -> list:
         command += ['--sensor-ports', value('sensor_ports')]
     if yaml.safe_load(value('lockstep')) is True:
         command.append('--lockstep')
+    session_file = PathJoinSubstitution(
+        [FindPackageShare(PACKAGE), 'launch', 'acres_session.launch.py']).perform(context)
+    # The session's own check, here too: nothing, not even the emulator, starts when it fails.
+    load_python_launch_file_as_module(session_file).require_executables(context)
     emulator = ExecuteProcess(cmd=command, name='acres_sim_emulator', output='screen')
+    passed = [(name, value(name)) for name in
+              ['port', 'sensor_ports'] + [item[0] for item in SESSION_ARGUMENTS]]
     session = IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(
-            PathJoinSubstitution([FindPackageShare(PACKAGE), 'launch',
-                                  'acres_session.launch.py'])),
-        launch_arguments=[(name, value(name)) for name in
-                          ['port', 'sensor_ports'] + [item[0] for item in SESSION_ARGUMENTS]])
+        PythonLaunchDescriptionSource(session_file),
+        launch_arguments=passed + [('dataset_agents', value('vehicles'))])
     return [emulator, session]
 
 

@@ -19,8 +19,11 @@ Launch the sensor bridge of one agent: its sensor stream to topics under its nam
     ros2 launch acres_bridge sensor_bridge.launch.py namespace:=maxxum    # config/maxxum.yaml
     ros2 launch acres_bridge sensor_bridge.launch.py namespace:=polaris port:=5611
 
-The parameters come from ``config/<vehicle>.yaml`` (``vehicle`` defaults to the namespace);
-an argument given on the command line overrides the file's value, an empty one leaves it.
+The node is ``/<namespace>/sensor_bridge``, alone in its process (so ``name`` renames only
+it). The parameters come from ``config/<vehicle>.yaml`` (``vehicle`` defaults to the namespace);
+an argument given on the command line overrides the file's value, an empty one leaves it. The
+node keeps the system clock by default: it is the source of /clock, and every stamp it takes
+from a frame is simulation time anyway. Ctrl-C ends the launch with exit 0.
 Works with the launch and launch_ros of Humble to Kilted.
 """
 
@@ -48,7 +51,8 @@ ARGUMENTS = (
     ('publish_clock', '', 'publish /clock (true for agent 0)'),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
     ('point_fields', '', 'xyzi or xyzirt'),
-    ('use_sim_time', 'false', "the node's clock follows /clock"),
+    ('use_sim_time', 'false', "the node's own clock (the /diagnostics stamps) follows /clock; "
+     'the stamps of the sensor topics are simulation time either way'),
     ('log_level', 'info', 'the ROS log level'),
 )
 

@@ -55,6 +55,9 @@ AGENT_TOPICS = {
 }
 SESSION_TOPICS = {'/clock', '/tf', '/tf_static', '/diagnostics', '/acres/episode'}
 AGENTS = ('polaris', 'maxxum')
+# The bridge's executables (parameters.py declares theirs); the recorder's are the contract's.
+BRIDGE_EXECUTABLES = ('sensor_bridge', 'sim_control', 'acres_bridge')
+RECORDER_PARAMETERS = {'points_topic', 'odometry_topic', 'set', 'sequence', 'split'}
 
 
 def _setup_call() -> dict[str, Any]:
@@ -220,7 +223,8 @@ def test_every_executable_a_launch_file_starts_is_a_console_script(path: Path) -
         else:
             assert (package, executable) == ('rviz2', 'rviz2')
     for call in _calls(tree, 'ExecutableInPackage'):
-        executables.append(_string(call.args[0]))
+        if _string(call.args[0]) is not None:    # not the lookup of require_executables()
+            executables.append(_string(call.args[0]))
     assert executables
     for executable in executables:
         assert executable in CONSOLE_SCRIPTS, f'{executable} is not a console script'
@@ -229,8 +233,9 @@ def test_every_executable_a_launch_file_starts_is_a_console_script(path: Path) -
 @pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda path: path.name)
 def test_every_parameter_a_launch_file_sets_is_declared_by_its_node(path: Path) -> None:
     tree = _tree(path)
-    ours = [executable for package, executable in _ros_nodes(tree) if package == PACKAGE]
-    assert len(ours) <= 1, 'one acres_bridge node per launch file keeps this test simple'
+    ours = [executable for package, executable in _ros_nodes(tree)
+            if package == PACKAGE and executable in BRIDGE_EXECUTABLES]
+    assert len(ours) <= 1, 'one bridge node per launch file keeps this test simple'
     names = _set_parameters(tree)
     if not ours:
         assert names <= BUILTIN_PARAMETERS
@@ -397,8 +402,20 @@ class _FindPackageShare(_Recorded):
 
 
 class _ExecutableInPackage(_Recorded):
+    missing: set[str] = set()       # the packages a test pretends are not installed
+
     def perform(self, context: _Context) -> str:
-        return f'<{self.args[1]}/{self.args[0]}>'
+        executable, package = (_perform(part, context) for part in self.args)
+        if package in self.missing:
+            raise LookupError(f"package '{package}' not found")
+        return f'<{package}/{executable}>'
+
+
+def _load_launch_file(path: Any) -> types.ModuleType:
+    """Stand in for launch's load_python_launch_file_as_module (with the stand-ins loaded)."""
+    module = types.ModuleType(Path(path).name)
+    exec(compile(Path(path).read_text(), str(path), 'exec'), module.__dict__)
+    return module
 
 
 def _stand_ins() -> dict[str, types.ModuleType]:
@@ -411,7 +428,8 @@ def _stand_ins() -> dict[str, types.ModuleType]:
                                  'PathJoinSubstitution': _PathJoinSubstitution},
         'launch.launch_description_sources': {
             'PythonLaunchDescriptionSource': type('PythonLaunchDescriptionSource',
-                                                  (_Recorded,), {})},
+                                                  (_Recorded,), {}),
+            'load_python_launch_file_as_module': _load_launch_file},
         'launch_ros': {},
         'launch_ros.actions': {'Node': type('Node', (_Recorded,), {})},
         'launch_ros.substitutions': {'FindPackageShare': _FindPackageShare,
@@ -425,9 +443,10 @@ def _stand_ins() -> dict[str, types.ModuleType]:
     return modules
 
 
-def _run_launch(name: str, arguments: dict[str, str],
-                monkeypatch: pytest.MonkeyPatch) -> list[_Recorded]:
+def _run_launch(name: str, arguments: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                missing: frozenset[str] = frozenset()) -> list[_Recorded]:
     """Return the actions a launch file's OpaqueFunction makes for the given arguments."""
+    monkeypatch.setattr(_ExecutableInPackage, 'missing', set(missing))
     for module_name, module in _stand_ins().items():
         monkeypatch.setitem(sys.modules, module_name, module)
     namespace: dict[str, Any] = {'__name__': name}
@@ -493,8 +512,11 @@ def test_session_launch_starts_acres_bridge_only_by_default(
     actions = _run_launch('acres_session.launch.py', {}, monkeypatch)
     [node] = _of_type(actions, 'Node')
     assert node.keywords['executable'] == 'acres_bridge'
+    # name= would become -r __node:=NAME and give both nodes of the process one name.
+    assert 'name' not in node.keywords
     assert not _of_type(actions, 'SetEnvironmentVariable')
     settings = _node_settings(node)
+    assert 'use_sim_time' not in settings       # the bridge keeps the system clock
     parameters = _parameters_module()
     session = parameters.bridge_parameters_from_values(
         {key: value for key, value in settings.items() if key not in BUILTIN_PARAMETERS})
@@ -539,3 +561,64 @@ def test_emulator_launch_starts_the_emulator_and_includes_the_session(
     source = include.args[0]
     assert _perform(source.args[0], _Context({})) == str(
         ROOT / 'launch' / 'acres_session.launch.py')
+
+
+def test_session_launch_clients_follow_the_clock_by_default(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    actions = _run_launch('acres_session.launch.py', {'rviz': 'true'}, monkeypatch)
+    bridge, rviz = _of_type(actions, 'Node')
+    assert rviz.keywords['parameters'] == [{'use_sim_time': True}]
+    assert 'use_sim_time' not in _node_settings(bridge)
+
+
+@pytest.mark.parametrize('name', ['acres_session.launch.py', 'emulator_session.launch.py'])
+def test_rviz_without_rviz2_fails_before_anything_starts(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(RuntimeError, match=r'rviz:=true needs the executable rviz2 .*'
+                       r"package 'rviz2' not found"):
+        _run_launch(name, {'rviz': 'true'}, monkeypatch, missing=frozenset({'rviz2'}))
+    # Without rviz the missing package does not matter.
+    assert _run_launch(name, {}, monkeypatch, missing=frozenset({'rviz2'}))
+
+
+def test_session_launch_records_each_agent_under_its_namespace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    actions = _run_launch('acres_session.launch.py', {
+        'record_dataset': 'true', 'dataset_agents': 'polaris, maxxum', 'dataset_set': 'field_a',
+        'dataset_sequence': 'run1', 'dataset_split': 'val', 'namespace': 'farm'}, monkeypatch)
+    bridge, *recorders = _of_type(actions, 'Node')
+    assert bridge.keywords['executable'] == 'acres_bridge'
+    assert [(node.keywords['executable'], node.keywords['namespace'], node.keywords['name'])
+            for node in recorders] == [('lidar_recorder', 'farm/polaris', 'lidar_recorder'),
+                                       ('lidar_recorder', 'farm/maxxum', 'lidar_recorder')]
+    settings = [_node_settings(node) for node in recorders]
+    assert [item['sequence'] for item in settings] == ['run1_polaris', 'run1_maxxum']
+    for item in settings:
+        assert set(item) - BUILTIN_PARAMETERS <= RECORDER_PARAMETERS
+        assert (item['set'], item['split'], item['use_sim_time']) == ('field_a', 'val', True)
+
+
+def test_session_launch_records_nothing_by_default_and_names_a_sequence_when_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(_of_type(_run_launch('acres_session.launch.py', {}, monkeypatch), 'Node')) == 1
+    actions = _run_launch('acres_session.launch.py', {'record_dataset': 'true'}, monkeypatch)
+    [recorder] = _of_type(actions, 'Node')[1:]
+    settings = _node_settings(recorder)
+    assert recorder.keywords['namespace'] == 'polaris'
+    assert re.fullmatch(r'\d{8}-\d{6}', settings['sequence'])
+    assert 'set' not in settings and 'split' not in settings    # the recorder's defaults
+    with pytest.raises(RuntimeError, match='record_dataset:=true needs the executable '
+                       'lidar_recorder'):
+        _run_launch('acres_session.launch.py', {'record_dataset': 'true'}, monkeypatch,
+                    missing=frozenset({PACKAGE}))
+
+
+def test_emulator_launch_records_every_vehicle(monkeypatch: pytest.MonkeyPatch) -> None:
+    actions = _run_launch('emulator_session.launch.py', {
+        'vehicles': 'polaris,maxxum', 'record_dataset': 'true', 'dataset_set': 'emu'},
+        monkeypatch)
+    [include] = _of_type(actions, 'IncludeLaunchDescription')
+    passed = dict(include.keywords['launch_arguments'])
+    assert (passed['dataset_agents'], passed['record_dataset'], passed['dataset_set']) == (
+        'polaris,maxxum', 'true', 'emu')
+    assert passed['use_sim_time'] == 'true'
