@@ -200,28 +200,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TransportError, ValueError) as exc:
         print(f'acres_sim_emulator: {exc}', file=sys.stderr)
         return 2
-    try:
-        emulator.start()
-    except OSError as exc:
-        print(f'acres_sim_emulator: cannot open the control port {args.control_port}: '
-              f'{exc.strerror or exc}', file=sys.stderr)
-        emulator.stop()
-        return 1
+    signalled = threading.Event()
+    started = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
-        threading.Thread(target=emulator.stop, name='sim-signal', daemon=True).start()
+        # Ctrl-C under ros2 launch brings two SIGINTs (the terminal's, then launch's own):
+        # the first stops the emulator, the ones after it are part of the same request.
+        if not signalled.is_set():
+            signalled.set()
+            if started.is_set():
+                threading.Thread(target=emulator.stop, name='sim-signal', daemon=True).start()
 
     previous = {signum: signal.signal(signum, on_signal)
                 for signum in (signal.SIGINT, signal.SIGTERM)}
-    print(f'ACRES_SIM_EMULATOR_READY control={emulator.control_port} '
-          f'sensors={",".join(str(port) for port in emulator.sensor_ports)}', flush=True)
     try:
+        try:
+            emulator.start()
+        except OSError as exc:
+            print(f'acres_sim_emulator: cannot open the control port {args.control_port}: '
+                  f'{exc.strerror or exc}', file=sys.stderr)
+            return 1
+        started.set()
+        if signalled.is_set():          # a signal during start: stop now that it is started
+            emulator.stop()
+        else:
+            print(f'ACRES_SIM_EMULATOR_READY control={emulator.control_port} '
+                  f'sensors={",".join(str(port) for port in emulator.sensor_ports)}', flush=True)
         while not emulator.wait(0.5):
             pass
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         emulator.stop()
+        for signum, handler in previous.items():
+            # After a signal the process is ending: a late repeat must not turn exit 0 into a
+            # KeyboardInterrupt or a death by signal, so it is ignored rather than restored.
+            signal.signal(signum, signal.SIG_IGN if signalled.is_set() else handler)
     return 0
 
 
