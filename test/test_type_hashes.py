@@ -15,18 +15,20 @@
 """
 The interface packages the set-up builds have the type hashes of the real releases.
 
-simulation_interfaces (tools/interfaces/simulation_interfaces-1 and -2) and tf2_msgs
-(tools/interfaces/tf2_msgs) are our own definitions of packages PyPI lacks. Clients of a ROS
-distribution only talk to us if every type hash (RIHS01) equals the release's, so the
-expectations below were computed from the upstream releases (simulation_interfaces 1.6.1, which
-Jazzy's 1.5.1 equals, and 2.1.0; tf2_msgs of Kilted) with the Kilted rosidl generators. Type
-hashes leave out default values and constants, which clients also rely on, so those are
-checked too. acres_interfaces has no upstream: its hashes are recorded so that a change of the
-interface is a deliberate one (update ACRES_INTERFACES with tools/interfaces/type_hashes.py).
+simulation_interfaces (tools/interfaces/simulation_interfaces-1 and -2), tf2_msgs and
+composition_interfaces (tools/interfaces/) are our own definitions of packages PyPI lacks.
+Clients of a ROS distribution only talk to us if every type hash (RIHS01) equals the release's,
+so the expectations below were computed from the upstream releases (simulation_interfaces
+1.6.1, which Jazzy's 1.5.1 equals, and 2.1.0; tf2_msgs and composition_interfaces of Kilted)
+with the Kilted rosidl generators; a Jazzy prefix's builds must give the same. Type hashes
+leave out default values and constants, which clients also rely on, so those are checked too.
+acres_interfaces has no upstream: its hashes are recorded so that a change of the interface is
+a deliberate one (update ACRES_INTERFACES with tools/interfaces/type_hashes.py).
 
 The packages are read where the set-up installed them: the prefixes of AMENT_PREFIX_PATH (else
-this interpreter's prefix) for tf2_msgs, acres_interfaces and simulation_interfaces of either
-shape, and ACRES_SIMIF2_PREFIX for a second prefix holding the 2.x shape.
+this interpreter's prefix) for tf2_msgs, composition_interfaces, acres_interfaces and
+simulation_interfaces of either shape, and ACRES_SIMIF2_PREFIX for a second prefix holding the
+2.x shape.
 """
 
 import importlib.util
@@ -217,6 +219,30 @@ TF2_MSGS_CONSTANTS = {
         'INVALID_ARGUMENT_ERROR': 4, 'TIMEOUT_ERROR': 5, 'TRANSFORM_ERROR': 6},
 }
 
+# composition_interfaces of Kilted (rcl_interfaces 2.3) and Jazzy (2.0): the services of a
+# component container, which launch_ros imports. Computed from the upstream definitions, which
+# have not changed since 2019, with tools/interfaces/type_hashes.py --compare.
+COMPOSITION_INTERFACES = {
+    'composition_interfaces/srv/ListNodes':
+        'RIHS01_13f30d73a74c844ee4bacf78f3680f08777cad137f10fbd6a648544cc7b59d2a',
+    'composition_interfaces/srv/ListNodes_Request':
+        'RIHS01_57c879a1825b3fa15fd58e70d2e73223af6b9c45c7ae104cc107e73464d3a724',
+    'composition_interfaces/srv/ListNodes_Response':
+        'RIHS01_b7cd8401aedcd85c4cedce384944001d5c1ab611e0164a8207045cfcaf4a2584',
+    'composition_interfaces/srv/LoadNode':
+        'RIHS01_2e521ef6066fba6d7fc3a3b175d486709f01b4d738d9a59188858546fc8e5acd',
+    'composition_interfaces/srv/LoadNode_Request':
+        'RIHS01_7d3496175f54f92d652547e144c9b2a3b22afd604f84ed70adfcd1cfe35801b5',
+    'composition_interfaces/srv/LoadNode_Response':
+        'RIHS01_08cdf942efabec2448fd03c131f3627a33ed05376400612425f871feb87ca9fd',
+    'composition_interfaces/srv/UnloadNode':
+        'RIHS01_dce562f83adc735ddcfe9dfb927b89293d4dd0fe2b8fc91e772fb83e970a43b0',
+    'composition_interfaces/srv/UnloadNode_Request':
+        'RIHS01_95d5cfc357956740190c7685ac868d9c7c98dcb8c1416aae8eaa351422074e12',
+    'composition_interfaces/srv/UnloadNode_Response':
+        'RIHS01_fa7fc38f9206220a6bc1558a3c019269e5aa592f7fae01dffbd19f56eb86d599',
+}
+
 # acres_interfaces as designed (msg/); the same against either shape of simulation_interfaces,
 # whose Result differs in neither.
 ACRES_INTERFACES = {
@@ -327,6 +353,16 @@ def test_tf2_msgs_has_the_type_hashes_of_kilted():
     assert not problems, f'{share}:\n' + '\n'.join(problems)
 
 
+def test_composition_interfaces_has_the_type_hashes_of_its_release():
+    share = _installed('composition_interfaces', type_hashes.default_prefixes())
+    problems = _mismatches(share, 'composition_interfaces', COMPOSITION_INTERFACES,
+                           defaults={})
+    constants = type_hashes.read_constants(share, 'composition_interfaces')
+    if constants:
+        problems.append(f'constants {constants}, expected none')
+    assert not problems, f'{share}:\n' + '\n'.join(problems)
+
+
 def test_acres_interfaces_has_the_recorded_type_hashes():
     share = _installed('acres_interfaces', type_hashes.default_prefixes())
     problems = _mismatches(share, 'acres_interfaces', ACRES_INTERFACES,
@@ -348,11 +384,9 @@ def test_the_shapes_differ_only_where_the_releases_differ():
 
 @pytest.fixture
 def ros_context(monkeypatch):
-    """Yield an rclpy Context limited to this host and this test's domain."""
+    """Yield an rclpy Context in this test's domain (conftest.py keeps DDS on this host)."""
     import rclpy
 
-    monkeypatch.setenv('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    monkeypatch.setenv('ROS_LOCALHOST_ONLY', '1')
     monkeypatch.setenv('ROS_DOMAIN_ID', str(ROS_DOMAIN_ID))
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ROS_DOMAIN_ID)

@@ -19,22 +19,31 @@ Steps, each skipped when its inputs have not changed since the last run (a stamp
 under <venv>/.acres-setup/):
 
 1. the venv itself, with the running python3 (3.11 to 3.13);
-2. tools/requirements.txt: the ROS 2 Kilted wheels, the build tools, numpy, the test tools;
+2. the distribution's ROS wheels and build tools (tools/requirements-ros.txt for Kilted,
+   tools/requirements-ros-jazzy.txt for Jazzy) and tools/requirements.txt (numpy, the test
+   tools...);
 3. the wheels' CMake files name their build machine's Python (/opt/python/cp3XX-cp3XX/...):
    those paths are rewritten to this interpreter's include directory and numpy's;
 4. the interface packages PyPI lacks, built with cmake against the venv and installed into it:
-   tf2_msgs and simulation_interfaces (shape 1.x or 2.x) from tools/interfaces/, and the
-   project's acres_interfaces from msg/. A build is cached under
+   tf2_msgs, composition_interfaces and simulation_interfaces (shape 1.x or 2.x) from
+   tools/interfaces/, and the project's acres_interfaces from msg/. A build is cached under
    ~/.cache/acres_bridge/interfaces/, keyed by its definitions, the Python version and the
-   requirements, so a warm machine restores it in a second;
-5. acres_bridge itself, editable.
+   ROS requirements, so a warm machine restores it in a second;
+5. the real launch and ros2cli wheels of ../shared/ros-tooling/, when that folder exists
+   (with --no-deps, plus tools/requirements-tooling.txt);
+6. acres_bridge itself, editable, laid out as colcon lays out a package (run every time, it
+   is cheap): setup.py's console scripts in lib/acres_bridge/, its data files linked file by
+   file into share/, and <venv>/setup.bash, which sets the environment of the ros2 commands.
 
-Run as `python3 tools/bootstrap.py [--venv .venv] [--simulation-interfaces 1|2]`. It stops at
-the first failing step with the step's name and the tail of its log.
+Run as `python3 tools/bootstrap.py [--distro kilted|jazzy] [--venv DIR]
+[--simulation-interfaces 1|2]`. It stops at the first failing step with the step's name, the
+distribution and the tail of its log.
 """
 
 import argparse
+from dataclasses import dataclass
 import hashlib
+import json
 import os
 from pathlib import Path
 import re
@@ -45,10 +54,29 @@ import time
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / 'tools' / 'requirements.txt'
-ROS_REQUIREMENTS = ROOT / 'tools' / 'requirements-ros.txt'
+TOOLING = ROOT.parent / 'shared' / 'ros-tooling'
+TOOLING_REQUIREMENTS = ROOT / 'tools' / 'requirements-tooling.txt'
+PACKAGE = 'acres_bridge'
 CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'acres_bridge'
 WHEEL_PYTHON = re.compile(rb'/opt/python/cp3\d+-cp3\d+')
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
+
+
+@dataclass(frozen=True)
+class Distro:
+    """A ROS 2 distribution the set-up can make a prefix of."""
+
+    name: str
+    title: str
+    requirements: Path
+    default_venv: str
+
+
+DISTROS = {
+    'kilted': Distro('kilted', 'Kilted', ROOT / 'tools' / 'requirements-ros.txt', '.venv'),
+    'jazzy': Distro('jazzy', 'Jazzy', ROOT / 'tools' / 'requirements-ros-jazzy.txt',
+                    '.venv-jazzy'),
+}
 
 
 class SetupError(RuntimeError):
@@ -94,8 +122,9 @@ def run(step: str, args: list[str], *, env: dict | None = None, log_path: Path |
 class Prefix:
     """A venv that is also a ROS 2 prefix."""
 
-    def __init__(self, venv: Path, python: str):
+    def __init__(self, venv: Path, python: str, distro: Distro):
         self.venv = venv
+        self.distro = distro
         self.base_python = python
         self.python = venv / 'bin' / 'python'
         self.stamps = venv / '.acres-setup'
@@ -132,23 +161,34 @@ class Prefix:
     # --- steps -----------------------------------------------------------------------------
 
     def ensure_venv(self) -> None:
+        marker = self.stamps / 'distro'
         if self.python.exists():
+            # A prefix made before --distro existed is a Kilted one.
+            made_for = marker.read_text().strip() if marker.is_file() else 'kilted'
+            if made_for != self.distro.name:
+                raise SetupError(f'{self.venv} is a ROS 2 {DISTROS[made_for].title} prefix; '
+                                 f'give --venv another directory for {self.distro.title}')
             return
         log(f'creating {self.venv} with {self.base_python}')
         run('venv', [self.base_python, '-m', 'venv', str(self.venv)])
+        self.stamps.mkdir(parents=True, exist_ok=True)
+        marker.write_text(self.distro.name + '\n')
         run('venv', [str(self.python), '-m', 'pip', 'install', '-q', '--upgrade', 'pip'],
             env=self.plain_env())
 
     def ensure_requirements(self) -> str:
         """Install the requirements; return the key of the ROS part, which builds depend on."""
-        key = digest(REQUIREMENTS, ROS_REQUIREMENTS, self.python_version())
-        ros_key = digest(ROS_REQUIREMENTS, self.python_version())
+        ros_requirements = self.distro.requirements
+        key = digest(REQUIREMENTS, ros_requirements, self.python_version())
+        ros_key = digest(ros_requirements, self.python_version())
         if self.stamp_matches('requirements', key):
             return ros_key
-        log(f'installing {REQUIREMENTS.relative_to(ROOT)} (ROS 2 Kilted wheels, numpy, tools)')
+        log(f'installing {ros_requirements.relative_to(ROOT)} and '
+            f'{REQUIREMENTS.relative_to(ROOT)} (ROS 2 {self.distro.title} wheels, numpy, tools)')
         self.stamps.mkdir(parents=True, exist_ok=True)
         run('requirements', [str(self.python), '-m', 'pip', 'install', '-q',
-                             '--disable-pip-version-check', '-r', str(REQUIREMENTS)],
+                             '--disable-pip-version-check', '-r', str(ros_requirements),
+                             '-r', str(REQUIREMENTS)],
             env=self.plain_env(), log_path=self.stamps / 'pip.log')
         self.rewrite_wheel_cmake_paths()
         self.write_stamp('requirements', key)
@@ -200,12 +240,13 @@ class Prefix:
             if shutil.which(tool) is None:
                 raise SetupError(f'step "{name}" needs {tool}; install it '
                                  f'(Debian: apt-get install cmake make g++)')
-        build = CACHE / 'build' / f'{name}-{self.venv.name}'
+        build = CACHE / 'build' / f'{name}-{self.venv.name}-{os.getpid()}'
         shutil.rmtree(build, ignore_errors=True)
         shutil.rmtree(cached, ignore_errors=True)
         build.mkdir(parents=True)
         started = time.monotonic()
-        log(f'{name}: building from {source.relative_to(ROOT)} (cmake, a minute or two)')
+        log(f'{name}: building from {source.relative_to(ROOT)} against ROS 2 '
+            f'{self.distro.title} (cmake, a minute or two)')
         env = self.build_env()
         run(name, ['cmake', '-S', str(source), '-B', str(build),
                    f'-DCMAKE_INSTALL_PREFIX={self.venv}', f'-DPython3_EXECUTABLE={self.python}',
@@ -241,58 +282,186 @@ class Prefix:
             target.write_bytes(data)
             shutil.copymode(path, target)
 
+    def ensure_tooling(self) -> None:
+        """Install the launch and ros2cli wheels of ../shared/ros-tooling/, when it exists."""
+        wheels = sorted(TOOLING.glob('*.whl')) if TOOLING.is_dir() else []
+        if not wheels:
+            log(f'no wheels in {TOOLING}: ros2 launch and the ros2 command are not installed')
+            return
+        key = digest(TOOLING_REQUIREMENTS, *wheels, self.python_version())
+        if self.stamp_matches('tooling', key):
+            return
+        log(f'installing the {len(wheels)} wheels of {TOOLING} (launch, ros2cli)')
+        # --no-deps: they name ament_index_python, which the prefix has as
+        # ros-ament-index-python; what else they need is in the requirements file.
+        run('tooling', [str(self.python), '-m', 'pip', 'install', '-q', '--no-deps',
+                        '--force-reinstall', *map(str, wheels)],
+            env=self.plain_env(), log_path=self.stamps / 'tooling.log')
+        run('tooling', [str(self.python), '-m', 'pip', 'install', '-q', '-r',
+                        str(TOOLING_REQUIREMENTS)],
+            env=self.plain_env(), log_path=self.stamps / 'tooling-requirements.log')
+        self.write_stamp('tooling', key)
+
     def ensure_project(self, requirements_key: str) -> None:
         key = digest(ROOT / 'setup.py', ROOT / 'setup.cfg', ROOT / 'package.xml',
                      requirements_key, str(ROOT))
         if not self.stamp_matches('project', key):
-            log('installing acres_bridge (editable)')
+            log(f'installing {PACKAGE} (editable)')
             run('project', [str(self.python), '-m', 'pip', 'install', '-q', '--no-deps',
                             '--no-build-isolation', '--disable-pip-version-check', '-e',
                             str(ROOT)],
                 env=self.plain_env(), log_path=self.stamps / 'project.log')
             self.write_stamp('project', key)
-        self.link_share_files()
+        package = self.read_setup_py()
+        self.write_executables(package['console_scripts'])
+        self.link_data_files(package['data_files'])
+        self.write_environment_script()
 
-    def link_share_files(self) -> None:
+    def read_setup_py(self) -> dict:
+        """Return setup.py's console scripts and data files, as its setup() call gets them."""
+        probe = (
+            'import json, sys, setuptools\n'
+            'seen = {}\n'
+            'setuptools.setup = lambda **kwargs: seen.update(kwargs)\n'
+            'sys.argv = ["setup.py"]\n'
+            'exec(compile(open("setup.py").read(), "setup.py", "exec"),\n'
+            '     {"__name__": "__main__"})\n'
+            'print(json.dumps({"console_scripts": seen.get("entry_points", {})'
+            '.get("console_scripts", []), "data_files": seen.get("data_files", [])}))\n')
+        out = subprocess.run([str(self.python), '-c', probe], cwd=ROOT, capture_output=True,
+                             text=True, env=self.plain_env())
+        if out.returncode != 0:
+            raise SetupError(f'step "layout" failed: reading setup.py: {out.stderr.strip()}')
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def write_executables(self, console_scripts: list[str]) -> None:
         """
-        Link the package's share files into the prefix, as `colcon build --symlink-install`.
+        Write each console script into lib/acres_bridge/, where colcon puts them.
 
-        An editable pip install leaves setup.py's data_files out, but ament_index (and so
+        `ros2 run` and launch_ros's Node(executable=...) look there; an editable pip install
+        only writes bin/. Scripts of entry points that setup.py no longer has are removed.
+        """
+        lib = self.venv / 'lib' / PACKAGE
+        lib.mkdir(parents=True, exist_ok=True)
+        wanted = {}
+        for entry in console_scripts:
+            name, _, target = (part.strip() for part in entry.partition('='))
+            module, _, function = target.partition(':')
+            wanted[name] = (
+                f'#!{self.python}\n'
+                f'# {SCRIPT_MARK} from the entry point {name} = {target}\n'
+                'import sys\n\n'
+                f'from {module} import {function.split(".")[0]}\n\n'
+                "if __name__ == '__main__':\n"
+                f'    sys.exit({function}())\n')
+        for path in lib.iterdir():
+            if path.name not in wanted and SCRIPT_MARK in path.read_text(errors='replace'):
+                path.unlink()
+        for name, text in wanted.items():
+            write_if_changed(lib / name, text, mode=0o755)
+
+    def link_data_files(self, data_files: list) -> None:
+        """
+        Link setup.py's data files into the prefix one by one, as colcon's --symlink-install.
+
+        An editable pip install leaves data_files out, but ament_index (and so
         `ros2 launch acres_bridge ...` and the tests of the launch files) looks for them there.
+        The directories are real ones, which os.walk enters (it does not follow a directory
+        symlink); links to source files that setup.py no longer names are removed.
         """
-        share = self.venv / 'share' / 'acres_bridge'
-        share.mkdir(parents=True, exist_ok=True)
-        for name in ('package.xml', 'launch', 'config'):
-            link = share / name
-            if not link.is_symlink():
-                if link.is_dir():
-                    shutil.rmtree(link)
-                elif link.exists():
-                    link.unlink()
-                link.symlink_to(ROOT / name)
-        marker = self.venv / 'share' / 'ament_index' / 'resource_index' / 'packages'
-        marker.mkdir(parents=True, exist_ok=True)
-        (marker / 'acres_bridge').touch()
+        for destination, files in data_files:
+            directory = self.venv / destination
+            if directory.is_symlink():
+                # An older set-up linked the whole directory: put a real one in its place.
+                fresh = directory.with_name(directory.name + f'.new-{os.getpid()}')
+                fresh.mkdir(parents=True)
+                stale = directory.with_name(directory.name + f'.old-{os.getpid()}')
+                directory.rename(stale)
+                fresh.rename(directory)
+                stale.unlink()
+            directory.mkdir(parents=True, exist_ok=True)
+            wanted = {Path(name).name: (ROOT / name).resolve() for name in files}
+            for path in directory.iterdir():
+                if path.is_symlink() and path.name not in wanted:
+                    target = Path(os.readlink(path))
+                    if not path.exists() or ROOT in target.parents:
+                        path.unlink()
+            for name, source in wanted.items():
+                link = directory / name
+                if link.is_symlink() and Path(os.readlink(link)) == source:
+                    continue
+                temporary = directory / f'.{name}.{os.getpid()}'
+                temporary.symlink_to(source)
+                temporary.replace(link)
+
+    def write_environment_script(self) -> None:
+        """Write <venv>/setup.bash, the environment of the ros2 commands for this prefix."""
+        text = ENVIRONMENT_SCRIPT.format(prefix=self.venv, distro=self.distro.name,
+                                         title=self.distro.title)
+        write_if_changed(self.venv / 'setup.bash', text, mode=0o644)
 
 
-def choose_python() -> str:
+SCRIPT_MARK = 'written by tools/bootstrap.py'
+
+ENVIRONMENT_SCRIPT = '''\
+# The environment of the ros2 commands for this ROS 2 {title} prefix, as a distribution's
+# setup.bash sets it: `source {prefix}/setup.bash` (bash, zsh or sh). Written by
+# tools/bootstrap.py. Sourcing another prefix made by it replaces this one.
+_acres_strip() {{
+  printf '%s' ":$1:" | sed -e "s|:$2:|:|g" -e 's|^:*||' -e 's|:*$||'
+}}
+_acres_prepend() {{
+  _acres_rest=$(_acres_strip "$1" "{prefix}$2")
+  if [ -n "${{ACRES_PREFIX:-}}" ]; then
+    _acres_rest=$(_acres_strip "$_acres_rest" "$ACRES_PREFIX$2")
+  fi
+  printf '%s' "{prefix}$2${{_acres_rest:+:$_acres_rest}}"
+}}
+AMENT_PREFIX_PATH=$(_acres_prepend "${{AMENT_PREFIX_PATH:-}}" "")
+CMAKE_PREFIX_PATH=$(_acres_prepend "${{CMAKE_PREFIX_PATH:-}}" "")
+PATH=$(_acres_prepend "${{PATH:-}}" /bin)
+export AMENT_PREFIX_PATH CMAKE_PREFIX_PATH PATH
+export ROS_DISTRO={distro} ROS_VERSION=2 ROS_PYTHON_VERSION=3
+export ACRES_PREFIX={prefix}
+unset -f _acres_strip _acres_prepend
+unset _acres_rest
+'''
+
+
+def write_if_changed(path: Path, text: str, *, mode: int) -> None:
+    """Write a file whole (by a rename: no reader sees half of it) unless it holds text."""
+    if path.is_file() and not path.is_symlink() and path.read_text() == text:
+        return
+    temporary = path.with_name(f'.{path.name}.{os.getpid()}')
+    temporary.write_text(text)
+    temporary.chmod(mode)
+    temporary.replace(path)
+
+
+def choose_python(distro: Distro) -> str:
     version = sys.version_info[:2]
     if version not in SUPPORTED_PYTHONS:
         raise SetupError(f'step "python" failed: Python {version[0]}.{version[1]} has no ROS 2 '
-                         'Kilted wheels; run this with Python 3.11, 3.12 or 3.13')
+                         f'{distro.title} wheels; run this with Python 3.11, 3.12 or 3.13')
     return sys.executable
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--venv', type=Path, default=ROOT / '.venv')
+    parser.add_argument('--distro', choices=sorted(DISTROS), default='kilted',
+                        help='the ROS 2 distribution of the prefix (default: kilted)')
+    parser.add_argument('--venv', type=Path,
+                        help='the prefix to make (default: .venv for kilted, .venv-jazzy for '
+                             'jazzy)')
     parser.add_argument('--simulation-interfaces', choices=('1', '2'), default='1',
                         help='the shape of simulation_interfaces: 1 (1.6.1, Humble to Kilted) '
                              'or 2 (2.1.0)')
     args = parser.parse_args(argv)
+    distro = DISTROS[args.distro]
+    venv = args.venv or ROOT / distro.default_venv
     started = time.monotonic()
     try:
-        prefix = Prefix(args.venv.resolve(), choose_python())
+        prefix = Prefix(venv.resolve(), choose_python(distro), distro)
         prefix.ensure_venv()
         requirements_key = prefix.ensure_requirements()
         interfaces = ROOT / 'tools' / 'interfaces'
@@ -302,11 +471,17 @@ def main(argv: list[str] | None = None) -> int:
             interfaces / f'simulation_interfaces-{args.simulation_interfaces}',
             requirements_key)
         prefix.ensure_interface('acres_interfaces', ROOT / 'msg', requirements_key, simif_key)
+        prefix.ensure_interface('composition_interfaces', interfaces / 'composition_interfaces',
+                                requirements_key)
+        prefix.ensure_tooling()
         prefix.ensure_project(requirements_key)
     except SetupError as exc:
-        print(f'[setup] FAILED: {exc}', file=sys.stderr, flush=True)
+        print(f'[setup] FAILED (ROS 2 {distro.title}, {venv}): {exc}', file=sys.stderr,
+              flush=True)
         return 1
-    log(f'{args.venv} ready ({time.monotonic() - started:.1f} s)')
+    log(f'{venv} ready: ROS 2 {distro.title}, simulation_interfaces '
+        f'{args.simulation_interfaces}.x ({time.monotonic() - started:.1f} s); '
+        f'source {venv}/setup.bash for the ros2 commands')
     return 0
 
 
