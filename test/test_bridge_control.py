@@ -55,7 +55,7 @@ from simulation_interfaces.srv import SetSimulationState
 from simulation_interfaces.srv import SpawnEntity
 from simulation_interfaces.srv import StepSimulation
 
-from acres_bridge.conversions.control import detect_shape
+from acres_bridge.conversions.simulation import detect_shape
 from acres_bridge.emulator import geodesy
 from acres_bridge.emulator.control import FEATURES
 from acres_bridge.emulator.control import SCOPE_TIME_WARNING
@@ -148,7 +148,10 @@ def test_every_interface_of_the_contract_is_served(graph):
         'get_simulator_features', 'get_simulation_state', 'set_simulation_state',
         'step_simulation', 'simulate_steps', 'reset_simulation', 'get_entities',
         'get_entity_state', 'set_entity_state', 'spawn_entity', 'delete_entity',
-        'get_spawnables', 'get_named_poses', 'acres/hello', 'acres/set_conditions',
+        'get_spawnables', 'get_named_poses', 'get_entities_states', 'spawn_entities',
+        'get_entity_info', 'get_current_world', 'get_available_worlds', 'get_entity_bounds',
+        'get_named_pose_bounds', 'set_entity_info', 'load_world', 'unload_world',
+        'acres/hello', 'acres/set_conditions',
         'acres/set_vehicle_shift', 'acres/get_vehicle_shifts', 'acres/record',
         'acres/farm_state', 'acres/field_query', 'acres/screenshot'}
     namespace = graph.namespace
@@ -162,7 +165,9 @@ def test_every_interface_of_the_contract_is_served(graph):
 def test_simulator_features_are_the_hello_features_and_custom_info_the_reply(graph, emulator):
     requests = Requests(emulator)
     features = graph.call(GetSimulatorFeatures, 'get_simulator_features').features
-    assert list(features.features) == FEATURES
+    # The simulator's, and those of the composed services: ENTITY_INFO_GETTING,
+    # WORLD_INFO_GETTING, AVAILABLE_WORLDS and SPAWNING_ENTITIES.
+    assert list(features.features) == sorted(FEATURES + [12, 44, 45, 50])
     hello = json.loads(features.custom_info)
     assert hello['result'] == OK and hello['ok'] is True
     assert hello['physics_hz'] == 120 and hello['map'] == 'V03ACRE'

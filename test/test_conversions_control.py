@@ -40,8 +40,11 @@ from simulation_interfaces.msg import Result
 from simulation_interfaces.msg import TagsFilter
 from simulation_interfaces.srv import SpawnEntity
 
-from acres_bridge.conversions import control
-from acres_bridge.conversions.control import ReplyError
+from acres_bridge.conversions import acres
+from acres_bridge.conversions import diagnostics
+from acres_bridge.conversions import messages
+from acres_bridge.conversions import simulation
+from acres_bridge.conversions.messages import ReplyError
 
 # Replies of the seed (004), as the game sends them.
 HELLO = json.loads(
@@ -76,10 +79,10 @@ FIELD = json.loads(
     '"theta":0.22414907813072205,"pond_m":0,"rut_m":0,"worked":0,"crop":"soybean",'
     '"crop_crushed":0,"edge_distance_m":28.918342892677302,"id":42,"ok":true,"result":1}')
 
-SHAPE_1 = control.InterfaceShape(spawn_resource=False, spawnable_resource=False,
-                                 set_state_flags=False)
-SHAPE_2 = control.InterfaceShape(spawn_resource=True, spawnable_resource=True,
-                                 set_state_flags=True)
+SHAPE_1 = simulation.InterfaceShape(spawn_resource=False, spawnable_resource=False,
+                                    set_state_flags=False)
+SHAPE_2 = simulation.InterfaceShape(spawn_resource=True, spawnable_resource=True,
+                                    set_state_flags=True)
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 
 
@@ -90,10 +93,10 @@ def _fields_type(**fields: str) -> type:
 
 
 def test_the_shape_is_read_from_the_fields_of_the_types():
-    one = control.detect_shape(
+    one = simulation.detect_shape(
         spawn_request=_fields_type(uri='string', resource_string='string'),
         spawnable=_fields_type(uri='string'), set_state_request=_fields_type(entity='string'))
-    two = control.detect_shape(
+    two = simulation.detect_shape(
         spawn_request=_fields_type(entity_resource='simulation_interfaces/Resource'),
         spawnable=_fields_type(entity_resource='simulation_interfaces/Resource'),
         set_state_request=_fields_type(set_pose='boolean', set_twist='boolean'))
@@ -102,7 +105,7 @@ def test_the_shape_is_read_from_the_fields_of_the_types():
 
 
 def test_the_installed_shape_matches_the_installed_spawn_request():
-    shape = control.detect_shape()
+    shape = simulation.detect_shape()
     fields = SpawnEntity.Request.get_fields_and_field_types()
     assert shape.spawn_resource == ('entity_resource' in fields)
     assert shape.spawn_resource != ('uri' in fields)
@@ -122,7 +125,7 @@ def test_the_installed_shape_matches_the_installed_spawn_request():
      'episode clock restarts instead'},
 ])
 def test_result_codes_and_texts_pass_unchanged(reply):
-    result = control.result_from_reply(reply)
+    result = simulation.result_from_reply(reply)
     assert (result.result, result.error_message) == (reply['result'], reply.get('error', ''))
 
 
@@ -136,18 +139,18 @@ def test_result_codes_and_texts_pass_unchanged(reply):
 ])
 def test_a_reply_without_a_valid_result_is_malformed(reply, text):
     with pytest.raises(ReplyError, match=re.escape(text)):
-        control.result_from_reply(reply)
+        simulation.result_from_reply(reply)
 
 
 def test_failed_results_and_warnings():
-    result = control.failed_result('no reply to step within 10 s')
+    result = simulation.failed_result('no reply to step within 10 s')
     assert (result.result, result.error_message) == (
         Result.RESULT_OPERATION_FAILED, 'no reply to step within 10 s')
-    assert control.failed_result('x', Result.RESULT_FEATURE_UNSUPPORTED).result == 0
-    control.add_warning(result, 'more')
+    assert simulation.failed_result('x', Result.RESULT_FEATURE_UNSUPPORTED).result == 0
+    simulation.add_warning(result, 'more')
     assert result.error_message == 'no reply to step within 10 s; more'
     empty = Result(result=1)
-    control.add_warning(empty, 'only')
+    simulation.add_warning(empty, 'only')
     assert empty.error_message == 'only'
 
 
@@ -156,20 +159,20 @@ def test_failed_results_and_warnings():
 @given(st.lists(finite, min_size=7, max_size=7), st.lists(finite, min_size=6, max_size=6))
 def test_poses_and_twists_survive_the_wire_form(pose_values, twist_values):
     pose_dict = {'position': pose_values[:3], 'orientation': pose_values[3:]}
-    assert control.pose_to_dict(control.pose_from_dict(pose_dict)) == pose_dict
+    assert simulation.pose_to_dict(simulation.pose_from_dict(pose_dict)) == pose_dict
     twist_dict = {'linear': twist_values[:3], 'angular': twist_values[3:]}
-    assert control.twist_to_dict(control.twist_from_dict(twist_dict)) == twist_dict
+    assert simulation.twist_to_dict(simulation.twist_from_dict(twist_dict)) == twist_dict
 
 
 def test_a_pose_without_orientation_is_identity_and_a_twist_without_vectors_zero():
-    pose = control.pose_from_dict({'position': [1, 2, 3]})
+    pose = simulation.pose_from_dict({'position': [1, 2, 3]})
     assert (pose.position.x, pose.position.y, pose.position.z) == (1.0, 2.0, 3.0)
     assert isinstance(pose.position.x, float)
     assert (pose.orientation.x, pose.orientation.w) == (0.0, 1.0)
-    assert control.twist_to_dict(control.twist_from_dict({})) == {
+    assert simulation.twist_to_dict(simulation.twist_from_dict({})) == {
         'linear': [0.0, 0.0, 0.0], 'angular': [0.0, 0.0, 0.0]}
-    assert control.pose_to_dict(Pose())['orientation'] == [0.0, 0.0, 0.0, 1.0]
-    assert control.twist_to_dict(Twist())['linear'] == [0.0, 0.0, 0.0]
+    assert simulation.pose_to_dict(Pose())['orientation'] == [0.0, 0.0, 0.0, 1.0]
+    assert simulation.twist_to_dict(Twist())['linear'] == [0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize('pose, text', [
@@ -183,19 +186,19 @@ def test_a_pose_without_orientation_is_identity_and_a_twist_without_vectors_zero
 ])
 def test_a_broken_pose_names_its_key(pose, text):
     with pytest.raises(ReplyError, match=re.escape(text)):
-        control.pose_from_dict(pose)
+        simulation.pose_from_dict(pose)
 
 
 def test_the_frame_of_an_empty_header_is_world():
-    assert control.frame_from_header('') == 'world'
-    assert control.frame_from_header('utm') == 'utm'
-    assert control.frame_from_header('map') == 'map'      # the simulator refuses it
+    assert simulation.frame_from_header('') == 'world'
+    assert simulation.frame_from_header('utm') == 'utm'
+    assert simulation.frame_from_header('map') == 'map'      # the simulator refuses it
 
 
 # --- entities -------------------------------------------------------------------------------
 
 def test_an_entity_state_is_in_world_stamped_with_the_simulation_time():
-    state = control.entity_state_from_reply(ENTITY_STATE)
+    state = simulation.entity_state_from_reply(ENTITY_STATE)
     assert state.header.frame_id == 'world'
     assert (state.header.stamp.sec, state.header.stamp.nanosec) == (0, 400000021)
     assert state.pose.position.y == -141.6659 and state.pose.orientation.w == 0.7071
@@ -211,7 +214,7 @@ def test_an_entity_state_is_in_world_stamped_with_the_simulation_time():
 ])
 def test_a_broken_entity_state_is_malformed(change, text):
     with pytest.raises(ReplyError, match=re.escape(text)):
-        control.entity_state_from_reply({**ENTITY_STATE, **change})
+        simulation.entity_state_from_reply({**ENTITY_STATE, **change})
 
 
 def _state(x: float, frame: str = '', vx: float = 0.0) -> EntityState:
@@ -223,50 +226,50 @@ def _state(x: float, frame: str = '', vx: float = 0.0) -> EntityState:
 
 
 def test_set_entity_state_sends_both_parts_in_the_header_frame():
-    fields = control.set_entity_state_fields('cone1', _state(5.0, 'utm', 1.0))
+    fields = simulation.set_entity_state_fields('cone1', _state(5.0, 'utm', 1.0))
     assert fields == {'entity': 'cone1', 'frame': 'utm',
                       'pose': {'position': [5.0, 0.0, 0.0], 'orientation': [0.0, 0.0, 0.0, 1.0]},
                       'twist': {'linear': [1.0, 0.0, 0.0], 'angular': [0.0, 0.0, 0.0]}}
 
 
 def test_set_entity_state_keeps_a_part_from_the_current_state():
-    keep_pose = control.set_entity_state_fields(
+    keep_pose = simulation.set_entity_state_fields(
         'cone1', _state(5.0, 'utm', 1.0), set_pose=False, current=ENTITY_STATE)
     assert keep_pose['frame'] == 'world'
     assert keep_pose['pose'] == ENTITY_STATE['pose']
     assert keep_pose['twist']['linear'] == [1.0, 0.0, 0.0]
-    keep_twist = control.set_entity_state_fields(
+    keep_twist = simulation.set_entity_state_fields(
         'cone1', _state(5.0, 'utm', 1.0), set_twist=False, current=ENTITY_STATE)
     assert (keep_twist['frame'], keep_twist['pose']['position']) == ('utm', [5.0, 0.0, 0.0])
     assert keep_twist['twist'] == ENTITY_STATE['twist']
     with pytest.raises(ValueError):
-        control.set_entity_state_fields('cone1', _state(5.0), set_twist=False)
+        simulation.set_entity_state_fields('cone1', _state(5.0), set_twist=False)
 
 
 def test_entity_names_are_filtered_with_a_search_anywhere():
     names = ['polaris', 'cone1', 'cone1_1', 'w1']
-    assert control.filter_names(names, '') == names
-    assert control.filter_names(names, 'cone') == ['cone1', 'cone1_1']
-    assert control.filter_names(names, '^cone[0-9]$') == ['cone1']
-    assert control.filter_names(names, '1$') == ['cone1', 'cone1_1', 'w1']
+    assert simulation.filter_names(names, '') == names
+    assert simulation.filter_names(names, 'cone') == ['cone1', 'cone1_1']
+    assert simulation.filter_names(names, '^cone[0-9]$') == ['cone1']
+    assert simulation.filter_names(names, '1$') == ['cone1', 'cone1_1', 'w1']
     with pytest.raises(re.error):
-        control.filter_names(names, 'cone(')
-    assert control.entity_names_from_reply({'entities': names}) == names
+        simulation.filter_names(names, 'cone(')
+    assert simulation.entity_names_from_reply({'entities': names}) == names
     with pytest.raises(ReplyError, match=re.escape('entities[1] must be a string')):
-        control.entity_names_from_reply({'entities': ['a', 2]})
+        simulation.entity_names_from_reply({'entities': ['a', 2]})
 
 
 def test_filters_the_simulator_cannot_serve_are_named():
-    assert control.entity_filters_unsupported(EntityFilters(filter='cone')) is None
+    assert simulation.entity_filters_unsupported(EntityFilters(filter='cone')) is None
     categories = EntityFilters(categories=[EntityCategory(category=1)])
-    assert 'ENTITY_CATEGORIES' in control.entity_filters_unsupported(categories)
+    assert 'ENTITY_CATEGORIES' in simulation.entity_filters_unsupported(categories)
     tags = EntityFilters(tags=TagsFilter(tags=['prop']))
-    assert 'ENTITY_TAGS' in control.entity_filters_unsupported(tags)
+    assert 'ENTITY_TAGS' in simulation.entity_filters_unsupported(tags)
     bounds = EntityFilters(bounds=Bounds(type=Bounds.TYPE_BOX))
-    assert 'ENTITY_BOUNDS' in control.entity_filters_unsupported(bounds)
+    assert 'ENTITY_BOUNDS' in simulation.entity_filters_unsupported(bounds)
 
 
-def _spawn_request(shape: control.InterfaceShape, uri: str, resource: str = '') -> object:
+def _spawn_request(shape: simulation.InterfaceShape, uri: str, resource: str = '') -> object:
     """A SpawnEntity request of either shape (the other shape as a stand-in object)."""
     pose = SpawnEntity.Request().initial_pose
     pose.header.frame_id = 'utm'
@@ -280,26 +283,26 @@ def _spawn_request(shape: control.InterfaceShape, uri: str, resource: str = '') 
 
 @pytest.mark.parametrize('shape', [SHAPE_1, SHAPE_2])
 def test_spawn_sends_the_uri_of_either_shape_and_the_pose_frame(shape):
-    fields = control.spawn_entity_fields(_spawn_request(shape, 'prop:cone'), shape)
+    fields = simulation.spawn_entity_fields(_spawn_request(shape, 'prop:cone'), shape)
     assert fields == {'name': 'cone1', 'uri': 'prop:cone', 'allow_renaming': True,
                       'frame': 'utm', 'pose': {'position': [500438.0, 0.0, 0.0],
                                                'orientation': [0.0, 0.0, 0.0, 1.0]}}
-    assert control.spawn_resource(_spawn_request(shape, '', '<sdf/>'), shape) == ('', '<sdf/>')
+    assert simulation.spawn_resource(_spawn_request(shape, '', '<sdf/>'), shape) == ('', '<sdf/>')
 
 
 def test_spawnables_carry_the_uri_where_the_installed_shape_keeps_it():
-    shape = control.detect_shape()
+    shape = simulation.detect_shape()
     reply = {'spawnables': [{'uri': 'prop:cone', 'description': 'traffic cone, 0.7 m tall'},
                             {'uri': 'person'}]}
-    spawnables = control.spawnables_from_reply(reply, shape)
+    spawnables = simulation.spawnables_from_reply(reply, shape)
     uris = [(item.entity_resource if shape.spawnable_resource else item).uri
             for item in spawnables]
     assert uris == ['prop:cone', 'person']
     assert [item.description for item in spawnables] == ['traffic cone, 0.7 m tall', '']
     with pytest.raises(ReplyError, match=re.escape('spawnables[0] must be an object')):
-        control.spawnables_from_reply({'spawnables': ['prop:cone']}, shape)
+        simulation.spawnables_from_reply({'spawnables': ['prop:cone']}, shape)
     with pytest.raises(ReplyError, match=re.escape('spawnables must be a list')):
-        control.spawnables_from_reply({}, shape)
+        simulation.spawnables_from_reply({}, shape)
 
 
 def test_named_poses_and_their_tags_filter():
@@ -308,26 +311,26 @@ def test_named_poses_and_their_tags_filter():
          'tags': ['spawn', 'heading'], 'pose': {'position': [-38.7097, -140.5131, 0.6392],
                                                 'orientation': [0, 0, 0.7071, 0.7071]}},
         {'name': 'west-yard', 'tags': ['yard'], 'pose': {'position': [-137.6, -160.0, 0.0]}}]}
-    poses = control.named_poses_from_reply(reply)
+    poses = simulation.named_poses_from_reply(reply)
     assert [pose.name for pose in poses] == ['spawn-icsc-garage', 'west-yard']
     assert poses[0].tags == ['spawn', 'heading'] and poses[1].description == ''
     assert poses[0].pose.orientation.z == 0.7071
     any_of = TagsFilter(tags=['heading', 'yard'], filter_mode=TagsFilter.FILTER_MODE_ANY)
     all_of = TagsFilter(tags=['spawn', 'heading'], filter_mode=TagsFilter.FILTER_MODE_ALL)
-    assert [control.tags_match(pose.tags, any_of) for pose in poses] == [True, True]
-    assert [control.tags_match(pose.tags, all_of) for pose in poses] == [True, False]
-    assert control.tags_match([], TagsFilter())
+    assert [simulation.tags_match(pose.tags, any_of) for pose in poses] == [True, True]
+    assert [simulation.tags_match(pose.tags, all_of) for pose in poses] == [True, False]
+    assert simulation.tags_match([], TagsFilter())
     with pytest.raises(ValueError, match='unknown tags.filter_mode 7'):
-        control.tags_match(['x'], TagsFilter(tags=['x'], filter_mode=7))
+        simulation.tags_match(['x'], TagsFilter(tags=['x'], filter_mode=7))
     with pytest.raises(ReplyError, match=re.escape('poses[1].pose.position is missing')):
-        control.named_poses_from_reply(
+        simulation.named_poses_from_reply(
             {'poses': [reply['poses'][0], {'name': 'x', 'pose': {}}]})
 
 
 # --- acres messages -------------------------------------------------------------------------
 
 def test_hello_fills_every_key_and_the_agents():
-    response = control.hello_response(HELLO, Hello.Response())
+    response = acres.hello_response(HELLO, Hello.Response())
     assert (response.protocol, response.map, response.physics_hz) == (1, 'V03ACRE', 120)
     assert (response.state, response.lockstep, response.step, response.time_s) == (
         2, True, 0, 0.0)
@@ -338,14 +341,14 @@ def test_hello_fills_every_key_and_the_agents():
                                          implement='', sensor_stream=0, rl_port=5556,
                                          can_udp=0)]
     assert response.result == Result()           # the caller sets the result
-    core = control.hello_response({**HELLO, 'source': 'core', 'headless': True},
-                                  Hello.Response())
+    core = acres.hello_response({**HELLO, 'source': 'core', 'headless': True},
+                                Hello.Response())
     assert (core.source, core.headless) == ('core', True)
-    assert control.features_from_reply(HELLO) == HELLO['features']
+    assert simulation.features_from_reply(HELLO) == HELLO['features']
 
 
 def test_an_episode_event_becomes_an_episode_message():
-    episode = control.episode_from_event({**EPISODE, 'step': 48, 'time_s': 0.4})
+    episode = acres.episode_from_event({**EPISODE, 'step': 48, 'time_s': 0.4})
     assert (episode.episode_id, episode.episode, episode.state) == (
         '20261002T070414-0000', 0, 2)
     assert (episode.step, episode.time_s, episode.source, episode.agents) == (
@@ -353,15 +356,15 @@ def test_an_episode_event_becomes_an_episode_message():
 
 
 def test_farm_state_field_query_and_shifts_fill_their_responses():
-    farm = control.farm_state_response(FARM, FarmState.Response())
+    farm = acres.farm_state_response(FARM, FarmState.Response())
     assert farm.time_s == 0.608333365060389 and farm.crushed_m2 == 0.0
     [field] = farm.fields
     assert (field.field, field.name, field.crop) == (48, 'F48', 'soybean')
     assert field.crop_area_m2 == 5098.080000000243
-    point = control.fill_message(FieldQuery.Response(), FIELD, skip=('result',))
+    point = messages.fill_message(FieldQuery.Response(), FIELD, skip=('result',))
     assert (point.field, point.surface, point.worked) == (53, 'soil', 0)
     assert point.theta == 0.22414907813072205
-    shifts = control.vehicle_shifts_response(SHIFTS, GetVehicleShifts.Response())
+    shifts = acres.vehicle_shifts_response(SHIFTS, GetVehicleShifts.Response())
     [shift] = shifts.shifts
     assert (shift.agent, shift.label) == ('polaris', 'test shift')
     assert shift.steering_offset_deg == 2.0
@@ -382,13 +385,13 @@ def test_farm_state_field_query_and_shifts_fill_their_responses():
 ])
 def test_fill_message_checks_each_value_and_names_its_key(data, text):
     with pytest.raises(ReplyError, match=re.escape(text)):
-        control.hello_response(data, Hello.Response())
+        acres.hello_response(data, Hello.Response())
 
 
 def test_fill_message_takes_integral_floats_and_checks_fixed_arrays():
-    assert control.fill_message(Record.Response(), {'messages': 40.0}).messages == 40
+    assert messages.fill_message(Record.Response(), {'messages': 40.0}).messages == 40
     with pytest.raises(ReplyError, match=re.escape('lidar_offset_m must have 3 items, got 2')):
-        control.fill_message(VehicleShift(), {'lidar_offset_m': [0, 0]})
+        messages.fill_message(VehicleShift(), {'lidar_offset_m': [0, 0]})
 
 
 def test_request_fields_leave_out_what_the_simulator_defaults():
@@ -396,35 +399,35 @@ def test_request_fields_leave_out_what_the_simulator_defaults():
                                        set_weather=True, set_soil_water=True,
                                        soil_water_wetness=0.6, restore_fields=True,
                                        restore_fields_fields=[48, 53])
-    assert control.set_conditions_fields(conditions) == {
+    assert acres.set_conditions_fields(conditions) == {
         'clock': {'date': '2026-07-04', 'hour': 15.5}, 'weather': {'rain_mm_h': -1.0},
         'soil_water': {'wetness': 0.6}, 'restore_fields': {'fields': [48, 53]}}
-    assert control.set_conditions_fields(SetConditions.Request()) == {}
-    assert control.farm_state_fields(FarmState.Request()) == {'edge_band_m': 0.0}
-    assert control.farm_state_fields(FarmState.Request(fields=[48], edge_band_m=3.0)) == {
+    assert acres.set_conditions_fields(SetConditions.Request()) == {}
+    assert acres.farm_state_fields(FarmState.Request()) == {'edge_band_m': 0.0}
+    assert acres.farm_state_fields(FarmState.Request(fields=[48], edge_band_m=3.0)) == {
         'fields': [48], 'edge_band_m': 3.0}
-    assert control.field_query_fields(FieldQuery.Request(x=-38.71, y=-81.67)) == {
+    assert acres.field_query_fields(FieldQuery.Request(x=-38.71, y=-81.67)) == {
         'x': -38.71, 'y': -81.67, 'frame': 'world'}
-    assert control.record_fields(Record.Request(action='stop')) == {'action': 'stop'}
-    assert control.record_fields(Record.Request(action='start', path='/d/e.mcap')) == {
+    assert acres.record_fields(Record.Request(action='stop')) == {'action': 'stop'}
+    assert acres.record_fields(Record.Request(action='start', path='/d/e.mcap')) == {
         'action': 'start', 'path': '/d/e.mcap'}
 
 
 def test_a_vehicle_shift_is_sent_with_every_field_and_agent_0_by_default():
     shift = VehicleShift(label='test shift', steering_offset_deg=2.0,
                          lidar_offset_rpy_deg=[0.0, 0.5, 0.0])
-    fields = control.vehicle_shift_fields(shift)
+    fields = acres.vehicle_shift_fields(shift)
     assert 'agent' not in fields
     assert fields['lidar_offset_rpy_deg'] == [0.0, 0.5, 0.0]
     assert json.loads(json.dumps(fields)) == fields
     assert set(fields) == set(VehicleShift.get_fields_and_field_types()) - {'agent'}
-    assert control.vehicle_shift_fields(VehicleShift(agent='maxxum'))['agent'] == 'maxxum'
+    assert acres.vehicle_shift_fields(VehicleShift(agent='maxxum'))['agent'] == 'maxxum'
 
 
 def test_control_stats_become_a_diagnostic_status():
     stats = {'connected': True, 'reason': 'connected to 127.0.0.1:5600', 'requests': 5,
              'replies': 4, 'timeouts': 1, 'round_trip_p50_ms': 0.25, 'round_trip_max_ms': None}
-    status = control.control_stats_to_status(
+    status = diagnostics.control_stats_to_status(
         stats, name='sim_control: control channel', hardware_id='127.0.0.1:5600')
     values = {item.key: item.value for item in status.values}
     assert status.level == DiagnosticStatus.WARN
@@ -433,10 +436,10 @@ def test_control_stats_become_a_diagnostic_status():
     assert status.hardware_id == '127.0.0.1:5600'
     assert (values['requests'], values['round_trip_p50_ms'], values['round_trip_max_ms']) == (
         '5', '0.250', 'n/a')
-    assert set(values) == set(control.CONTROL_KEYS)
-    calm = control.control_stats_to_status(stats, name='x', previous=stats)
+    assert set(values) == set(diagnostics.CONTROL_KEYS)
+    calm = diagnostics.control_stats_to_status(stats, name='x', previous=stats)
     assert (calm.level, calm.message) == (DiagnosticStatus.OK, 'connected')
-    down = control.control_stats_to_status(
+    down = diagnostics.control_stats_to_status(
         {'connected': False, 'reason': 'cannot connect to 127.0.0.1:5600: refused'}, name='x')
     assert (down.level, down.message) == (
         DiagnosticStatus.ERROR, 'disconnected: cannot connect to 127.0.0.1:5600: refused')

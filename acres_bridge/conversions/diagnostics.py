@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The statistics of a sensor stream as ``diagnostic_msgs`` statuses.
+The statistics of a sensor stream and of the control channel as ``diagnostic_msgs`` statuses.
 
 The input is ``SensorStreamClient.stats`` (see ``protocol/transport.py``), optionally with the
 bridge's own counters merged in: ``published`` and ``dropped`` in each ``by_type`` entry (frames
@@ -29,6 +29,10 @@ grew since the ``previous`` snapshot; OK otherwise. Keys: the connection counter
 for each frame type ``<type>.frames``, ``.published``, ``.dropped``, ``.bad``, ``.rate_hz``,
 ``.latency_p50_ms``, ``.latency_max_ms`` (transport latency: receive time minus the frame's
 publish time), ``n/a`` for a figure without data.
+
+The control channel's status (``control_stats_to_status``) comes from ``ControlClient.stats``;
+both report problems by the same rule, counters that grew since the last report
+(``grown_counters``).
 """
 
 from collections.abc import Iterable
@@ -95,14 +99,53 @@ def stream_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: 
         message = (f'no frame for {idle_s:.0f} s after a {last_frame} frame: the world is '
                    'paused or the stream stalled')
     else:
-        grown = [key for key in _PROBLEM_COUNTERS
-                 if (stats.get(key) or 0) > ((previous or {}).get(key) or 0)]
+        grown = grown_counters(stats, previous, _PROBLEM_COUNTERS)
         if grown:
             level = DiagnosticStatus.WARN
             message = 'streaming with new ' + ', '.join(key.replace('_', ' ') for key in grown)
         else:
             level = DiagnosticStatus.OK
             message = 'streaming'
+    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id,
+                            values=values)
+
+
+def grown_counters(stats: Mapping[str, Any], previous: Mapping[str, Any] | None,
+                   keys: Iterable[str]) -> list[str]:
+    """Return the keys whose counter is larger than in the ``previous`` snapshot (or 0)."""
+    return [key for key in keys if (stats.get(key) or 0) > ((previous or {}).get(key) or 0)]
+
+
+# --- the control channel ---------------------------------------------------------------------
+
+CONTROL_KEYS = ('connected', 'reason', 'connected_for_s', 'connections', 'reconnects',
+                'connect_failures', 'disconnects', 'pending', 'requests', 'replies',
+                'timeouts', 'late_replies', 'unknown_replies', 'replies_without_id',
+                'bad_lines', 'events', 'progress_events', 'orphan_progress', 'failed_on_close',
+                'refused_disconnected', 'send_failures', 'callback_errors',
+                'round_trip_p50_ms', 'round_trip_max_ms')
+_CONTROL_PROBLEMS = ('timeouts', 'late_replies', 'bad_lines', 'unknown_replies',
+                     'send_failures', 'callback_errors')
+
+
+def control_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: str = '',
+                            previous: Mapping[str, Any] | None = None) -> DiagnosticStatus:
+    """
+    Return the diagnostic status of the control channel from ``ControlClient.stats``.
+
+    Level: ERROR while disconnected (the message is the reason); WARN when time-outs, late or
+    unknown replies, lines that were not JSON, send failures or callback errors grew since the
+    ``previous`` snapshot; OK otherwise. Values: ``CONTROL_KEYS``, ``n/a`` without data.
+    """
+    values = [KeyValue(key=key, value=format_value(stats.get(key))) for key in CONTROL_KEYS]
+    if not stats.get('connected'):
+        level = DiagnosticStatus.ERROR
+        message = f'disconnected: {stats.get("reason") or "not connected"}'
+    else:
+        grown = grown_counters(stats, previous, _CONTROL_PROBLEMS)
+        level = DiagnosticStatus.WARN if grown else DiagnosticStatus.OK
+        message = ('connected with new ' + ', '.join(key.replace('_', ' ') for key in grown)
+                   if grown else 'connected')
     return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id,
                             values=values)
 

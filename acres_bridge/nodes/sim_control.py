@@ -29,12 +29,10 @@ completes; the executor never blocks on the socket. The node runs in any executo
 from collections.abc import Awaitable
 from collections.abc import Callable
 import concurrent.futures
-import importlib
 import json
 import re
 import sys
 import threading
-import time
 from typing import Any
 
 from acres_interfaces.msg import Episode
@@ -52,33 +50,47 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
 
-from acres_bridge.conversions.control import add_warning
-from acres_bridge.conversions.control import control_stats_to_status
-from acres_bridge.conversions.control import detect_shape
-from acres_bridge.conversions.control import entity_filters_unsupported
-from acres_bridge.conversions.control import entity_names_from_reply
-from acres_bridge.conversions.control import entity_state_from_reply
-from acres_bridge.conversions.control import episode_from_event
-from acres_bridge.conversions.control import failed_result
-from acres_bridge.conversions.control import farm_state_fields
-from acres_bridge.conversions.control import farm_state_response
-from acres_bridge.conversions.control import features_from_reply
-from acres_bridge.conversions.control import field_query_fields
-from acres_bridge.conversions.control import fill_message
-from acres_bridge.conversions.control import filter_names
-from acres_bridge.conversions.control import hello_response
-from acres_bridge.conversions.control import named_poses_from_reply
-from acres_bridge.conversions.control import record_fields
-from acres_bridge.conversions.control import ReplyError
-from acres_bridge.conversions.control import result_from_reply
-from acres_bridge.conversions.control import set_conditions_fields
-from acres_bridge.conversions.control import set_entity_state_fields
-from acres_bridge.conversions.control import spawn_entity_fields
-from acres_bridge.conversions.control import spawn_resource
-from acres_bridge.conversions.control import spawnables_from_reply
-from acres_bridge.conversions.control import tags_match
-from acres_bridge.conversions.control import vehicle_shift_fields
-from acres_bridge.conversions.control import vehicle_shifts_response
+from acres_bridge.conversions.acres import episode_from_event
+from acres_bridge.conversions.acres import farm_state_fields
+from acres_bridge.conversions.acres import farm_state_response
+from acres_bridge.conversions.acres import field_query_fields
+from acres_bridge.conversions.acres import hello_response
+from acres_bridge.conversions.acres import record_fields
+from acres_bridge.conversions.acres import set_conditions_fields
+from acres_bridge.conversions.acres import vehicle_shift_fields
+from acres_bridge.conversions.acres import vehicle_shifts_response
+from acres_bridge.conversions.diagnostics import control_stats_to_status
+from acres_bridge.conversions.messages import fill_message
+from acres_bridge.conversions.messages import installed_interface
+from acres_bridge.conversions.messages import ReplyError
+from acres_bridge.conversions.simulation import add_warning
+from acres_bridge.conversions.simulation import detect_shape
+from acres_bridge.conversions.simulation import entities_states_from_replies
+from acres_bridge.conversions.simulation import entity_filters_unsupported
+from acres_bridge.conversions.simulation import entity_info
+from acres_bridge.conversions.simulation import entity_names_from_reply
+from acres_bridge.conversions.simulation import entity_state_from_reply
+from acres_bridge.conversions.simulation import failed_result
+from acres_bridge.conversions.simulation import failed_spawn_result
+from acres_bridge.conversions.simulation import features_from_reply
+from acres_bridge.conversions.simulation import filter_names
+from acres_bridge.conversions.simulation import named_poses_from_reply
+from acres_bridge.conversions.simulation import resource_string_unsupported
+from acres_bridge.conversions.simulation import result_from_reply
+from acres_bridge.conversions.simulation import served_features
+from acres_bridge.conversions.simulation import set_entity_state_fields
+from acres_bridge.conversions.simulation import simulation_state_from_reply
+from acres_bridge.conversions.simulation import spawn_entity_fields
+from acres_bridge.conversions.simulation import spawn_resource
+from acres_bridge.conversions.simulation import spawn_result_from_reply
+from acres_bridge.conversions.simulation import spawn_results_outcome
+from acres_bridge.conversions.simulation import spawnables_from_reply
+from acres_bridge.conversions.simulation import spawned_name
+from acres_bridge.conversions.simulation import step_feedback
+from acres_bridge.conversions.simulation import tags_match
+from acres_bridge.conversions.simulation import UNSUPPORTED_SERVICES
+from acres_bridge.conversions.simulation import world_from_hello
+from acres_bridge.nodes.lockstep import FutureWaiter
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
 from acres_bridge.nodes.parameters import SimControlParameters
 from acres_bridge.nodes.process import run_until_shutdown
@@ -90,66 +102,20 @@ DEFAULT_PHYSICS_HZ = 120
 # A step may take this many times its simulated duration on the wall clock before it times
 # out (the game needs about 2x with sensors; a loaded machine more).
 STEP_WALL_FACTOR = 10.0
-# After a reply, how long the executor is nudged until the awaiting coroutine resumed.
-_NUDGE_S = 1.0
 
 EPISODE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                          reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 RESULT_OK = Result.RESULT_OK
+RESULT_NOT_FOUND = Result.RESULT_NOT_FOUND
 RESULT_FEATURE_UNSUPPORTED = Result.RESULT_FEATURE_UNSUPPORTED
 RESULT_OPERATION_FAILED = Result.RESULT_OPERATION_FAILED
-
-# SimulatorFeatures identifiers and the interface that serves each.
-_FEATURE_INTERFACES = {
-    0: 'spawn_entity', 1: 'delete_entity', 2: 'get_named_poses', 10: 'get_entity_state',
-    11: 'set_entity_state', 14: 'get_spawnables', 20: 'reset_simulation',
-    21: 'reset_simulation', 22: 'reset_simulation', 23: 'reset_simulation',
-    24: 'get_simulation_state', 25: 'set_simulation_state', 26: 'set_simulation_state',
-    31: 'step_simulation', 32: 'step_simulation', 33: 'simulate_steps',
-}
+# reset_simulation scope bits that remove the spawned entities (0 is the same as 255).
+_SCOPE_SPAWNED = 4
 
 BarrierHook = Callable[[int], Awaitable[Any]]
 Reply = dict[str, Any]
-
-
-class FutureWaiter:
-    """
-    Await a ``concurrent.futures.Future`` from an rclpy coroutine without blocking a thread.
-
-    rclpy resumes a waiting coroutine when its executor wakes up, so the future's completion
-    (on whatever thread) creates an executor task, which wakes it. A multi-threaded executor
-    skips a task that is still running, and a wake-up can land between the coroutine's check
-    and the end of that run: the task re-creates itself until the coroutine has resumed
-    (for at most a second), so no reply is ever left waiting for an unrelated event.
-
-    :param future: the future to await; its result or exception is the await's.
-    :param executor: the executor running the awaiting coroutine.
-    """
-
-    def __init__(self, future: concurrent.futures.Future, executor: Executor | None) -> None:
-        self._future = future
-        self._executor = executor
-        self._resumed = False
-        self._nudge_until = 0.0
-
-    def __await__(self):
-        if not self._future.done():
-            self._future.add_done_callback(self._completed)
-            while not self._future.done():
-                yield
-        self._resumed = True
-        return self._future.result()
-
-    def _completed(self, future: concurrent.futures.Future) -> None:
-        if self._executor is not None and not self._resumed:
-            self._nudge_until = time.monotonic() + _NUDGE_S
-            self._executor.create_task(self._nudge)     # create_task wakes the executor
-
-    def _nudge(self) -> None:
-        if not self._resumed and time.monotonic() < self._nudge_until:
-            self._executor.create_task(self._nudge)
 
 
 class SimControlNode(Node):
@@ -181,6 +147,8 @@ class SimControlNode(Node):
         self._on_hello = on_hello
         self._hello_lock = threading.Lock()
         self._hello: Reply | None = None
+        # The uri of each entity spawned through this node (name: uri), for get_entity_info.
+        self._spawned: dict[str, str] = {}
         self._last_stats: dict[str, Any] | None = None
         self._group = ReentrantCallbackGroup()
         self._episode_publisher = self.create_publisher(Episode, 'acres/episode', EPISODE_QOS)
@@ -263,6 +231,20 @@ class SimControlNode(Node):
              self._get_spawnables),
             ('get_named_poses', simulation, 'GetNamedPoses', 'get_named_poses',
              self._get_named_poses),
+            ('get_entities_states', simulation, 'GetEntitiesStates',
+             'get_entities + get_entity_state', self._get_entities_states),
+            ('spawn_entities', simulation, 'SpawnEntities', 'spawn_entity',
+             self._spawn_entities),
+            ('get_entity_info', simulation, 'GetEntityInfo', 'get_entities',
+             self._get_entity_info),
+            ('get_current_world', simulation, 'GetCurrentWorld', 'hello',
+             self._get_current_world),
+            ('get_available_worlds', simulation, 'GetAvailableWorlds', 'hello',
+             self._get_available_worlds),
+        ] + [
+            (name, simulation, _type_name(name), 'none', self._unsupported(reason))
+            for name, reason in UNSUPPORTED_SERVICES.items()
+        ] + [
             ('acres/hello', acres, 'Hello', 'hello', self._hello_service),
             ('acres/set_conditions', acres, 'SetConditions', 'set_conditions',
              self._set_conditions),
@@ -278,7 +260,7 @@ class SimControlNode(Node):
 
     def _create_service(self, name: str, package: str, type_name: str, op: str,
                         handler: Callable[..., Awaitable[None]]) -> Any:
-        srv_type = _interface(package, 'srv', type_name)
+        srv_type = installed_interface(package, 'srv', type_name)
         if srv_type is None:
             self.get_logger().info(f'{package} has no srv/{type_name}: {name} not served')
             return None
@@ -294,7 +276,7 @@ class SimControlNode(Node):
         return self.create_service(srv_type, name, callback, callback_group=self._group)
 
     def _create_action_server(self) -> ActionServer | None:
-        action_type = _interface('simulation_interfaces', 'action', 'SimulateSteps')
+        action_type = installed_interface('simulation_interfaces', 'action', 'SimulateSteps')
         if action_type is None:
             self.get_logger().info(
                 'simulation_interfaces has no action/SimulateSteps: simulate_steps not served')
@@ -350,9 +332,15 @@ class SimControlNode(Node):
                      on_progress: Callable[[Reply], None] | None = None,
                      **fields: Any) -> Reply:
         """Send one request and await its reply; ControlError when none came."""
+        return await self._send(op, timeout_s=timeout_s, on_progress=on_progress, **fields)
+
+    def _send(self, op: str, *, timeout_s: float | None = None,
+              on_progress: Callable[[Reply], None] | None = None,
+              **fields: Any) -> Awaitable[Reply]:
+        """Send one request now; return an awaitable of its reply (several can be in flight)."""
         future = self.control.request_async(op, timeout_s=timeout_s, on_progress=on_progress,
                                             **fields)
-        return await FutureWaiter(future, self.executor)
+        return FutureWaiter(future, self.executor)
 
     async def _call(self, response: Any, op: str, *, timeout_s: float | None = None,
                     on_progress: Callable[[Reply], None] | None = None,
@@ -382,18 +370,27 @@ class SimControlNode(Node):
         return reply
 
     async def _after_step(self, reply: Reply, result: Result) -> None:
-        """Await the barrier hook with the step's barrier; a failure fails the result."""
+        """
+        Await the barrier hook with the step's barrier; a failure fails the result.
+
+        What the hook returns may carry a ``warning`` (lockstep's StepReport: readers that did
+        not acknowledge in time); it is added to the result's message, which stays a success.
+        """
         if self.barrier_hook is None:
             return
         barrier = reply.get('barrier', reply.get('step'))
         if not isinstance(barrier, int) or isinstance(barrier, bool) or barrier < 0:
             raise ReplyError(f'barrier must be a step number, got {barrier!r}')
         try:
-            await self.barrier_hook(barrier)
+            report = await self.barrier_hook(barrier)
         except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
             result.result = RESULT_OPERATION_FAILED
             result.error_message = (f'stepped to step {barrier}, but the sensor barrier '
                                     f'failed: {exc}')
+            return
+        warning = getattr(report, 'warning', None)
+        if warning:
+            add_warning(result, f'step {barrier}: {warning}')
 
     # --- simulation_interfaces services ------------------------------------------------------
 
@@ -407,16 +404,13 @@ class SimControlNode(Node):
                 {'ok': False, 'result': RESULT_OPERATION_FAILED, 'error': str(exc)})
             return
         self._remember_hello(reply)
-        served = set(self.served)
-        response.features.features = [
-            feature for feature in features
-            if _FEATURE_INTERFACES.get(feature, 'get_simulator_features') in served]
+        response.features.features = served_features(features, self.served)
         response.features.custom_info = json.dumps(reply)
 
     async def _get_simulation_state(self, request: Any, response: Any) -> None:
         reply = await self._call(response, 'get_state')
         if reply is not None:
-            fill_message(response.state, reply)
+            response.state = simulation_state_from_reply(reply)
 
     async def _set_simulation_state(self, request: Any, response: Any) -> None:
         await self._call(response, 'set_state', state=request.state.state)
@@ -435,9 +429,7 @@ class SimControlNode(Node):
         def on_progress(event: Reply) -> None:
             # On the control reader thread, in the order of the socket: all feedback goes out
             # before the reply completes the goal.
-            goal_handle.publish_feedback(fill_message(action_type.Feedback(), {
-                'completed_steps': event.get('completed'),
-                'remaining_steps': event.get('remaining')}, key='progress.'))
+            goal_handle.publish_feedback(step_feedback(action_type.Feedback, event))
 
         result = action_type.Result()
         try:
@@ -454,23 +446,29 @@ class SimControlNode(Node):
         return result
 
     async def _reset_simulation(self, request: Any, response: Any) -> None:
-        await self._call(response, 'reset', scope=request.scope)
+        reply = await self._call(response, 'reset', scope=request.scope)
+        if (reply is not None and response.result.result == RESULT_OK
+                and (request.scope == 0 or request.scope & _SCOPE_SPAWNED)):
+            self._spawned.clear()
 
-    async def _get_entities(self, request: Any, response: Any) -> None:
+    async def _get_entities(self, request: Any, response: Any) -> list[str] | None:
+        """Answer get_entities (or the names of get_entities_states); the names, or None."""
         filters = request.filters
         unsupported = entity_filters_unsupported(filters)
         if unsupported is not None:
             response.result = failed_result(unsupported, RESULT_FEATURE_UNSUPPORTED)
-            return
+            return None
         try:
             filter_names([], filters.filter)
         except re.error as exc:
             response.result = failed_result(
                 f'filters.filter {filters.filter!r} is not a regular expression: {exc}')
-            return
+            return None
         reply = await self._call(response, 'get_entities')
-        if reply is not None and response.result.result == RESULT_OK:
-            response.entities = filter_names(entity_names_from_reply(reply), filters.filter)
+        if reply is None or response.result.result != RESULT_OK:
+            return None
+        response.entities = filter_names(entity_names_from_reply(reply), filters.filter)
+        return list(response.entities)
 
     async def _get_entity_state(self, request: Any, response: Any) -> None:
         reply = await self._call(response, 'get_entity_state', entity=request.entity)
@@ -494,19 +492,25 @@ class SimControlNode(Node):
         await self._call(response, 'set_entity_state', **fields)
 
     async def _spawn_entity(self, request: Any, response: Any) -> None:
-        uri, resource_string = spawn_resource(request, self.shape)
-        if not uri and resource_string:
-            response.result = failed_result(
-                'the simulator spawns only the uris of get_spawnables, not a resource_string '
-                '(feature SPAWNING_RESOURCE_STRING)', RESULT_FEATURE_UNSUPPORTED)
+        refused = resource_string_unsupported(*spawn_resource(request, self.shape))
+        if refused is not None:
+            response.result = failed_result(refused, RESULT_FEATURE_UNSUPPORTED)
             return
-        reply = await self._call(response, 'spawn_entity',
-                                 **spawn_entity_fields(request, self.shape))
+        fields = spawn_entity_fields(request, self.shape)
+        reply = await self._call(response, 'spawn_entity', **fields)
         if reply is not None and 'entity' in reply:
             fill_message(response, {'entity_name': reply['entity']}, key='entity')
+        self._remember_spawn(reply, fields['uri'])
+
+    def _remember_spawn(self, reply: Reply | None, uri: str) -> None:
+        name = spawned_name(reply) if reply is not None else None
+        if name is not None:
+            self._spawned[name] = uri
 
     async def _delete_entity(self, request: Any, response: Any) -> None:
-        await self._call(response, 'delete_entity', entity=request.entity)
+        reply = await self._call(response, 'delete_entity', entity=request.entity)
+        if reply is not None and response.result.result in (RESULT_OK, RESULT_NOT_FOUND):
+            self._spawned.pop(request.entity, None)
 
     async def _get_spawnables(self, request: Any, response: Any) -> None:
         reply = await self._call(response, 'get_spawnables')
@@ -528,6 +532,106 @@ class SimControlNode(Node):
         if reply is not None and response.result.result == RESULT_OK:
             response.poses = [pose for pose in named_poses_from_reply(reply)
                               if tags_match(pose.tags, request.tags)]
+
+    # --- simulation_interfaces services composed of ops --------------------------------------
+
+    async def _get_entities_states(self, request: Any, response: Any) -> None:
+        # The names as get_entities gives them, then every state requested at once (the
+        # replies come in the order of the requests).
+        names = await self._get_entities(request, response)
+        if names is None:
+            return
+        waiting = [(name, self._send('get_entity_state', entity=name)) for name in names]
+        replies = []
+        for name, reply in waiting:
+            try:
+                replies.append((name, await reply))
+            except ControlError as exc:
+                response.result = failed_result(f'get_entity_state of {name!r}: {exc}')
+                return
+        response.entities, response.states, response.result = (
+            entities_states_from_replies(replies))
+
+    async def _spawn_entities(self, request: Any, response: Any) -> None:
+        # Every spawn is sent at once, in the order of the requests, so renaming and name
+        # clashes within the call come out as if they were sent one by one.
+        pending = []
+        for spawn in request.spawn_requests:
+            refused = resource_string_unsupported(*spawn_resource(spawn))
+            if refused is not None:
+                pending.append((None, None, refused))
+                continue
+            fields = spawn_entity_fields(spawn)
+            pending.append((fields['uri'], self._send('spawn_entity', **fields), None))
+        results = []
+        for uri, waiting_reply, refused in pending:
+            if refused is not None:
+                results.append(failed_spawn_result(refused, RESULT_FEATURE_UNSUPPORTED))
+                continue
+            try:
+                reply = await waiting_reply
+            except ControlError as exc:
+                results.append(failed_spawn_result(str(exc)))
+                continue
+            try:
+                results.append(spawn_result_from_reply(reply))
+            except ReplyError as exc:
+                results.append(failed_spawn_result(f'malformed spawn_entity reply: {exc}'))
+                continue
+            self._remember_spawn(reply, uri)
+        response.results = results
+        response.result = spawn_results_outcome(results)
+
+    async def _get_entity_info(self, request: Any, response: Any) -> None:
+        reply = await self._call(response, 'get_entities')
+        if reply is None or response.result.result != RESULT_OK:
+            return
+        if request.entity not in entity_names_from_reply(reply):
+            response.result = failed_result(f'no entity {request.entity!r}', RESULT_NOT_FOUND)
+            return
+        hello = self.hello
+        if hello is None:
+            hello = await self._call(response, 'hello')
+            if hello is None or response.result.result != RESULT_OK:
+                return
+        response.info = entity_info(request.entity, hello, self._spawned)
+
+    async def _get_current_world(self, request: Any, response: Any) -> None:
+        world = await self._hello_world(response)
+        if world is not None:
+            response.world = world
+
+    async def _get_available_worlds(self, request: Any, response: Any) -> None:
+        if list(request.filter.tags):
+            response.result = failed_result('worlds have no tags to filter by (feature '
+                                            'WORLD_TAGS)', RESULT_FEATURE_UNSUPPORTED)
+            return
+        world = await self._hello_world(response)
+        if world is None:
+            return
+        response.worlds = [world]
+        sources = [source for source in request.additional_sources if source]
+        if sources:
+            add_warning(response.result, 'the simulator has only the map it runs; not '
+                        'searched: ' + ', '.join(sources))
+
+    async def _hello_world(self, response: Any) -> Any:
+        """Return the world of a fresh hello (None with the result set when there is none)."""
+        reply = await self._call(response, 'hello')
+        if reply is None or response.result.result != RESULT_OK:
+            return None
+        self._remember_hello(reply)
+        world = world_from_hello(reply)
+        if world is None:
+            response.result = failed_result('the simulator names no map',
+                                            type(response).NO_WORLD_LOADED)
+        return world
+
+    def _unsupported(self, reason: str) -> Callable[..., Awaitable[None]]:
+        """Return a handler that answers RESULT_FEATURE_UNSUPPORTED at once, sending nothing."""
+        async def handler(request: Any, response: Any) -> None:
+            response.result = failed_result(reason, RESULT_FEATURE_UNSUPPORTED)
+        return handler
 
     # --- acres_interfaces services -----------------------------------------------------------
 
@@ -572,13 +676,9 @@ class SimControlNode(Node):
             fill(reply, response)
 
 
-def _interface(package: str, kind: str, name: str) -> Any:
-    """Return an installed interface type, None when the package or the type is missing."""
-    try:
-        module = importlib.import_module(f'{package}.{kind}')
-    except ImportError:
-        return None
-    return getattr(module, name, None)
+def _type_name(name: str) -> str:
+    """Return the service type of a conventional name (GetEntityBounds: get_entity_bounds)."""
+    return ''.join(part.capitalize() for part in name.split('_'))
 
 
 def main(args: list[str] | None = None) -> int:
