@@ -21,15 +21,38 @@ so two runs on one machine do not see each other.
 """
 
 from collections.abc import Iterator
+import importlib.metadata
 import os
 import threading
 
 import pytest
 
+
+def ros_distro() -> str:
+    """
+    Name the ROS 2 distribution of this interpreter's rclpy, in lower case.
+
+    The version of the prefix's rclpy wheel decides (3.x Humble, 4.x Iron, 7.x Jazzy, 9.x
+    Kilted); ROS_DISTRO, which a distribution's setup.bash and ours set, is the fallback where
+    rclpy has no such metadata (a colcon workspace) or the version is not one of those.
+    """
+    fallback = os.environ.get('ROS_DISTRO', 'rolling').lower()
+    try:
+        major = int(importlib.metadata.version('ros-rclpy').split('.')[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return fallback
+    return {3: 'humble', 4: 'iron', 7: 'jazzy', 9: 'kilted'}.get(major, fallback)
+
+
 # Set before any test module imports rclpy (conftest.py is imported first).
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-# Humble reads ROS_LOCALHOST_ONLY; later distributions read the range above.
-os.environ['ROS_LOCALHOST_ONLY'] = '1'
+if ros_distro() == 'humble':
+    # Humble knows only ROS_LOCALHOST_ONLY.
+    os.environ['ROS_LOCALHOST_ONLY'] = '1'
+else:
+    # Later distributions read the range above, and Jazzy warns on stderr of every process
+    # that ROS_LOCALHOST_ONLY is deprecated.
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
 os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
 
 
