@@ -455,6 +455,23 @@ def test_ins_latitude_and_longitude_invert_its_utm_position(polaris):
         assert values[InsField.LON] == pytest.approx(lon, abs=1e-9)
 
 
+@pytest.mark.parametrize('datum, projected, geographic', [
+    ('nad83_2011', 'EPSG:6345', 'EPSG:6318'), ('wgs84_g2139', 'EPSG:32616', 'EPSG:4326')])
+def test_utm_to_latlon_agrees_with_proj_over_the_zone(datum, projected, geographic):
+    # Krüger's series replaced the pyproj call of each INS epoch: it must stay PROJ's answer.
+    to_geographic = pyproj.Transformer.from_crs(projected, geographic, always_xy=True)
+    rng = np.random.default_rng(7)
+    eastings = rng.uniform(170000.0, 830000.0, 500)
+    northings = rng.uniform(0.0, 9300000.0, 500)
+    lon, lat = to_geographic.transform(eastings, northings)
+    ours = np.array([geodesy.utm_to_latlon(e, n, datum=datum)
+                     for e, n in zip(eastings, northings)])
+    assert np.abs(ours[:, 0] - lat).max() < 1e-10
+    assert np.abs(ours[:, 1] - lon).max() < 1e-10
+    with pytest.raises(ValueError):
+        geodesy.utm_to_latlon(500000.0, 4480000.0, datum='ed50')
+
+
 def test_ins_quaternions_rates_and_specific_force(polaris):
     pose = Pose([5.0, 6.0, 0.5], [0.01, -0.02, 0.38, 0.92])
     values = _ins(polaris, pose, velocity_world=(0.0, 3.0, 0.0),
