@@ -58,7 +58,7 @@ def test_the_cli_prints_its_ports_and_quits_on_set_state_3():
 
 
 def test_sigterm_stops_the_cli_cleanly():
-    process = _start('--control-port', '0', '--mode', 'core')
+    process = _start('--control-port', 'any', '--mode', 'core')
     try:
         control_port, _ = _ready(process)
         assert JsonChannel(control_port).call('hello')['source'] == 'core'

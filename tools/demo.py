@@ -126,7 +126,7 @@ class Child:
 def _start_emulator(args: argparse.Namespace, env: dict[str, str],
                     out: Path) -> tuple[Child, int, list[int]]:
     command = _command('acres_sim_emulator') + [
-        '--control-port', '0', '--vehicles', ','.join(args.vehicles), '--mode', args.mode,
+        '--control-port', 'any', '--vehicles', ','.join(args.vehicles), '--mode', args.mode,
         '--rate', str(args.rate), '--seed', str(args.seed)]
     emulator = Child('emulator', command, env=env, log=out / 'emulator.log',
                      stdout=subprocess.PIPE)

@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     bridge_log = os.path.join(logs, 'sensor_bridge.log')
     # Paused until the subscriber has found every publisher: messages published before DDS
     # discovery matched them would count as lost.
-    emulator = _start(['-m', 'acres_bridge.emulator', '--control-port', '0', '--sensor-ports',
+    emulator = _start(['-m', 'acres_bridge.emulator', '--control-port', 'any', '--sensor-ports',
                        '0', '--lockstep', '--rate', str(options.rate), '--mode', options.mode,
                        '--render-every', str(options.render_every)], environment, emulator_log)
     ready = emulator.stdout.readline().split()

@@ -27,8 +27,14 @@ only), 3 quitting (the reply goes out, then ``on_quit`` is called). A step reque
 own thread, ``sim-step``, as fast as the world can go: the reading of other requests goes on
 (step and set_state get result 3 meanwhile, and in core mode reset too). After its last physics
 step the step queues a Barrier frame on each sensor stream, then replies.
+
+Replies and events go out through a writer thread per client, ``sim-control-tx``, so that no
+sender waits for the client: a client that does not read is disconnected when more than 8 MiB
+of lines wait for it (the game's rule). Port None opens no channel (ACRES Core's
+``--control-port 0``); the world then plays, or holds, with no client.
 """
 
+import collections
 from collections.abc import Callable
 from collections.abc import Sequence
 import json
@@ -78,7 +84,10 @@ SCOPE_ALL = 255
 SCOPE_TIME_WARNING = ('the physics clock is not reset (SCOPE_TIME): '
                       'the episode clock restarts instead')
 
-SEND_TIMEOUT_S = 10.0
+# "The game disconnects a client that does not read when 8 MiB of replies wait."
+MAX_UNSENT_BYTES = 8 << 20
+# The sky before any set_conditions (the seed does not say; a weather without a preset keeps it).
+STARTING_SKY = 'clear'
 
 _POLL_S = 0.1
 
@@ -108,34 +117,82 @@ def reply_line(fields: dict[str, Any], request_id: Any, result: int,
 
 class _Connection:
     """
-    One client socket and the lock of its writers.
+    One client socket and its queue of unsent lines, written by its own thread.
 
-    The socket has a short time-out for the reader; a send goes on through time-outs until
-    ``SEND_TIMEOUT_S``, after which the client, which does not read, is disconnected.
+    :meth:`send` never blocks: it queues the line for the writer thread ``sim-control-tx``,
+    which hands it to the socket as the client reads. The bytes not yet handed over are
+    counted; a line that would make more than ``limit`` of them wait disconnects the client,
+    which does not read (the game's rule), instead of holding up the reader or the world.
     """
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, *, limit: int = MAX_UNSENT_BYTES) -> None:
         self.sock = sock
-        self.lock = threading.Lock()
+        self.limit = limit
         self.open = True
+        self._queue: collections.deque[memoryview] = collections.deque()
+        self._unsent = 0
+        self._condition = threading.Condition()
+        self._writer = threading.Thread(target=self._write, name='sim-control-tx', daemon=True)
+        self._writer.start()
+
+    @property
+    def unsent_bytes(self) -> int:
+        """The bytes of the queued lines not yet handed to the socket."""
+        with self._condition:
+            return self._unsent
 
     def send(self, message: dict[str, Any]) -> None:
-        data = memoryview((json.dumps(message, separators=(',', ':')) + '\n').encode('utf-8'))
-        deadline = time.monotonic() + SEND_TIMEOUT_S
-        with self.lock:
-            while self.open and data:
-                try:
-                    data = data[self.sock.send(data):]
-                except TimeoutError:
-                    if time.monotonic() > deadline:
-                        logger.warning('the control client does not read: disconnecting it')
-                        self.close()
-                except OSError:
-                    self.close()
+        data = (json.dumps(message, separators=(',', ':')) + '\n').encode('utf-8')
+        with self._condition:
+            if not self.open:
+                return
+            if self._unsent + len(data) > self.limit:
+                logger.warning('the control client does not read (%d bytes of replies wait): '
+                               'disconnecting it', self._unsent)
+                self._close_locked()
+                return
+            self._queue.append(memoryview(data))
+            self._unsent += len(data)
+            self._condition.notify()
+
+    def _write(self) -> None:
+        while True:
+            with self._condition:
+                self._condition.wait_for(lambda: self._queue or not self.open)
+                if not self.open:
+                    return
+                data = self._queue[0]
+            try:
+                sent = self.sock.send(data)
+            except TimeoutError:
+                continue     # the client reads slowly, or not at all: the count tells
+            except OSError:
+                self.close()
+                return
+            with self._condition:
+                if not self.open:
+                    return      # closed meanwhile: the queue is gone
+                self._unsent -= sent
+                if sent == len(data):
+                    self._queue.popleft()
+                else:
+                    self._queue[0] = data[sent:]
 
     def close(self) -> None:
+        with self._condition:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
         self.open = False
+        self._queue.clear()
+        self._unsent = 0
+        self._condition.notify_all()
         _shutdown(self.sock)
+
+    def join(self, timeout_s: float = 5.0) -> None:
+        """Wait for the writer thread (after :meth:`close`)."""
+        if self._writer is not threading.current_thread():
+            self._writer.join(timeout_s)
 
 
 class ControlServer:
@@ -148,10 +205,12 @@ class ControlServer:
     :param rate: the real-time factor of the playing state.
     :param session_dir: the folder of the default episode log paths.
     :param on_quit: called on its own thread after the reply of set_state 3.
+    :param port: the port of the channel; 0 binds any free port; None opens no channel (Core's
+        ``--control-port 0``): the world still plays, or holds in lockstep, with no client.
     """
 
     def __init__(self, world: World, streams: Sequence[SensorStreamServer | None], *,
-                 port: int = 0, host: str = '127.0.0.1', lockstep: bool = False,
+                 port: int | None = 0, host: str = '127.0.0.1', lockstep: bool = False,
                  rate: float = 1.0, session_dir: str | None = None,
                  on_quit: Callable[[], None] | None = None) -> None:
         if not rate > 0:
@@ -203,11 +262,16 @@ class ControlServer:
     # --- life cycle ---------------------------------------------------------------------------
 
     def start(self) -> int:
-        """Bind, start the threads and return the bound port."""
-        self._listener = listen(self.host, self.requested_port)
-        self.port = self._listener.getsockname()[1]
-        logger.info('ACRES_SIM_CONTROL_LISTENING port=%d', self.port)
-        for name, target in (('sim-control', self._serve), ('sim-play', self._play_loop)):
+        """Bind, start the threads and return the bound port (0 without a channel)."""
+        threads = [('sim-play', self._play_loop)]
+        if self.requested_port is not None:
+            self._listener = listen(self.host, self.requested_port)
+            self.port = self._listener.getsockname()[1]
+            logger.info('ACRES_SIM_CONTROL_LISTENING port=%d', self.port)
+            threads.append(('sim-control', self._serve))
+        else:
+            logger.info('ACRES_SIM_CONTROL_CLOSED (control port 0: no channel)')
+        for name, target in threads:
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -249,7 +313,8 @@ class ControlServer:
         try:
             self._read(connection)
         finally:
-            connection.open = False
+            connection.close()
+            connection.join()
             self._connection = None
             sock.close()
 
@@ -598,6 +663,12 @@ class ControlServer:
     def _op_set_conditions(self, request: dict[str, Any],
                            connection: _Connection) -> dict[str, Any]:
         with self.world.lock:
+            weather = request.get('weather')
+            if isinstance(weather, dict) and weather.get('preset') is None:
+                # "keep the sky" is the preset's default: the current preset, and its rain
+                # rate unless the request gives one.
+                sky = self.world.conditions.get('weather', {}).get('preset', STARTING_SKY)
+                request = {**request, 'weather': {**weather, 'preset': sky}}
             applied, errors = self.world.set_conditions(request)
             if self.world.episode_log is not None:
                 self.world.episode_log.write('/acres/conditions', self.world.time_s,

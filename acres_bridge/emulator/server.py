@@ -20,8 +20,10 @@ One control channel and one sensor stream per agent, all on 127.0.0.1::
     acres_sim_emulator --control-port 5600 --sensor-ports 5601,5602 \
         --vehicles polaris,maxxum --lockstep --mode game --seed 42 --rate 1.0
 
-Port 0 binds any free port; the CLI prints the bound ports in one line
-(``ACRES_SIM_EMULATOR_READY control=5600 sensors=5601,5602``) on stdout.
+Port 0 binds any free port, except ``--control-port 0`` in core mode, which opens no control
+channel (ACRES Core's meaning); ``--control-port any`` binds any free port in both modes. The
+CLI prints the bound ports in one line (``ACRES_SIM_EMULATOR_READY control=5600
+sensors=5601,5602``, control=0 without a channel) on stdout.
 """
 
 import argparse
@@ -50,8 +52,10 @@ class Emulator:
     :param lockstep: start in the paused state (the world advances on step requests only).
     :param seed: the seed of the sensor noise.
     :param rate: the real-time factor of the playing state.
-    :param control_port: the control channel port; 0 binds any free port.
-    :param sensor_ports: one sensor stream port per agent (missing ones are 0: any free port).
+    :param control_port: the control channel port; 0 binds any free port; None opens no
+        channel.
+    :param sensor_ports: one sensor stream port per agent (missing ones are 0: any free port;
+        None: the agent has no sensor stream, its hello ``sensor_stream`` is 0).
     :param drive: ``loop`` (the vehicles drive slow circles) or ``hold``.
     :param render_every: render every Nth LiDAR and camera frame afresh (see ``World``); 1
         renders every frame.
@@ -61,7 +65,7 @@ class Emulator:
 
     def __init__(self, vehicles: Sequence[str] = ('polaris',), mode: str = 'game',
                  lockstep: bool = False, seed: int = 42, rate: float = 1.0,
-                 control_port: int = 0, sensor_ports: Sequence[int] = (0,), *,
+                 control_port: int | None = 0, sensor_ports: Sequence[int | None] = (0,), *,
                  host: str = '127.0.0.1', drive: str = 'loop', render_every: int = 1,
                  session_dir: str | None = None) -> None:
         if isinstance(vehicles, str):
@@ -77,7 +81,7 @@ class Emulator:
         ports = list(sensor_ports) + [0] * (len(vehicles) - len(sensor_ports))
         self.streams = [
             SensorStreamServer(agent=agent.name, hello=agent.layout, mode=mode, port=port,
-                               host=self.host, time_s=self._time_s)
+                               host=self.host, time_s=self._time_s) if port is not None else None
             for agent, port in zip(self.world.agents, ports)]
         self.control = ControlServer(self.world, self.streams, port=control_port,
                                      host=self.host, lockstep=lockstep, rate=rate,
@@ -96,8 +100,8 @@ class Emulator:
 
     @property
     def sensor_ports(self) -> list[int]:
-        """The bound port of each agent's sensor stream (0 when it could not open)."""
-        return [stream.port for stream in self.streams]
+        """The bound port of each agent's sensor stream (0 when it could not open or is none)."""
+        return [stream.port if stream is not None else 0 for stream in self.streams]
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -107,8 +111,9 @@ class Emulator:
     def start(self) -> 'Emulator':
         """Open the sockets and start the threads."""
         for agent, stream in zip(self.world.agents, self.streams):
-            stream.start()
-            agent.sink = stream
+            if stream is not None:
+                stream.start()
+                agent.sink = stream
         self.control.start()
         self._started = True
         return self
@@ -121,7 +126,8 @@ class Emulator:
             if self._started:
                 self.control.stop()
                 for stream in self.streams:
-                    stream.stop()
+                    if stream is not None:
+                        stream.stop()
             self.stopped.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:
@@ -145,6 +151,10 @@ def _port(text: str) -> int:
     return port
 
 
+def _control_port(text: str) -> int | str:
+    return 'any' if text == 'any' else _port(text)
+
+
 def _ports(text: str) -> list[int]:
     return [_port(item) for item in text.split(',')]
 
@@ -154,8 +164,10 @@ def _parser() -> argparse.ArgumentParser:
         prog='acres_sim_emulator',
         description="An emulator of the ACRES simulator's control channel and sensor streams, "
                     'on 127.0.0.1 only.')
-    parser.add_argument('--control-port', type=_port, default=5600,
-                        help='the control channel port (default 5600, 0: any free port)')
+    parser.add_argument('--control-port', type=_control_port, default=5600,
+                        help='the control channel port (default 5600; any: any free port; 0: '
+                             'any free port in game mode, no channel in core mode as in ACRES '
+                             'Core)')
     parser.add_argument('--sensor-ports', type=_ports, default=None,
                         help='one sensor stream port per agent, comma separated '
                              '(default 5601, 5602, ...; 0: any free port)')
@@ -184,17 +196,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the emulator until Ctrl-C, SIGTERM or set_state 3."""
     args = _parser().parse_args(argv)
     vehicles = [name.strip() for name in args.vehicles.split(',') if name.strip()]
+    # Core's --control-port 0 closes the channel; 'any' (and the game mode's 0) binds any port.
+    control_port = None if args.control_port == 0 and args.mode == 'core' else (
+        0 if args.control_port == 'any' else args.control_port)
     sensor_ports = args.sensor_ports
     if sensor_ports is None:
-        sensor_ports = [5601 + index for index in range(len(vehicles))] if (
-            args.control_port) else [0] * len(vehicles)
+        sensor_ports = [0] * len(vehicles) if control_port == 0 else [
+            5601 + index for index in range(len(vehicles))]
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)
     try:
         require_loopback(args.host)
         if not args.rate > 0:
             raise ValueError(f'--rate must be above 0, got {args.rate}')
         emulator = Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
-                            rate=args.rate, control_port=args.control_port,
+                            rate=args.rate, control_port=control_port,
                             sensor_ports=sensor_ports, host=args.host, drive=args.drive,
                             render_every=args.render_every, session_dir=args.session_dir)
     except (TransportError, ValueError) as exc:

@@ -18,8 +18,9 @@ A whole session in one process: the ``acres_bridge`` executable.
 Two nodes share one executor: ``sim_control`` (the control channel's services, the action and
 ``acres/episode``) and ``acres_bridge``, which holds one :class:`SensorBridge` per agent that
 has a sensor stream, each under the agent's name (``/polaris/lidar/points``), with ``/clock``
-from agent 0 only and the agent's name as frame prefix when the session has several agents
-and no ``frame_prefix`` is set.
+from agent 0 only (the agent whose ``index`` in hello is 0: when it has no stream, nothing
+publishes /clock) and the agent's name as frame prefix when the session has several agents
+(every agent of hello counts, with a stream or without) and no ``frame_prefix`` is set.
 
 The agents come from the control channel's ``hello`` reply, which sim_control asks for on
 every connection; the ports are the reply's ``sensor_stream`` values, or the ``sensor_ports``
@@ -34,6 +35,7 @@ of the step's reply, so a client that steps and then reads has every message of 
 
 from collections.abc import Awaitable
 from collections.abc import Callable
+import dataclasses
 import sys
 import threading
 
@@ -52,23 +54,55 @@ from acres_bridge.nodes.sim_control import FutureWaiter
 from acres_bridge.nodes.sim_control import SimControlNode
 
 
-def agents_and_ports(hello: dict, sensor_ports: tuple[int, ...]) -> list[tuple[str, int]]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class SessionLayout:
     """
-    Pair each agent of a ``hello`` reply with its sensor stream port.
+    The sensor streams of a session as its ``hello`` reply gives them.
 
-    :param sensor_ports: ports in agent order that replace the reply's (empty: use the reply's
-        ``sensor_stream``); agents beyond the list keep the reply's port.
-    :return: (agent name, port) for every agent with a port; agent 0 first.
+    :ivar streams: (agent name, port) of every agent with a port, in index order.
+    :ivar agent_count: every agent of the reply, with a stream or without.
+    :ivar clock_agent: the name of agent 0 (``index`` 0), whose stream alone publishes /clock;
+        None when the reply has no agent 0.
     """
-    agents = sorted(hello.get('agents') or [], key=lambda agent: agent.get('index', 0))
-    pairs = []
-    for position, agent in enumerate(agents):
-        name = str(agent.get('name') or f'agent{position}')
+
+    streams: tuple[tuple[str, int], ...] = ()
+    agent_count: int = 0
+    clock_agent: str | None = None
+
+    @property
+    def several(self) -> bool:
+        """Whether the session has more than one agent (then frame ids carry agent names)."""
+        return self.agent_count > 1
+
+
+def session_layout(hello: dict, sensor_ports: tuple[int, ...]) -> SessionLayout:
+    """
+    Return the sensor streams, the agent count and agent 0 of a ``hello`` reply.
+
+    An agent without ``index`` takes its position in the list (the seed lists agent 0 first).
+
+    :param sensor_ports: ports in agent (index) order that replace the reply's (empty: use the
+        reply's ``sensor_stream``); agents beyond the list keep the reply's port.
+    """
+    agents = [(agent.get('index', position), agent) for position, agent in
+              enumerate(agent for agent in hello.get('agents') or [] if isinstance(agent, dict))]
+    agents.sort(key=lambda item: item[0] if isinstance(item[0], int) else len(agents))
+    streams = []
+    clock_agent = None
+    for position, (index, agent) in enumerate(agents):
+        name = str(agent.get('name') or f'agent{index}')
+        if index == 0 and clock_agent is None:
+            clock_agent = name
         port = sensor_ports[position] if position < len(sensor_ports) else agent.get(
             'sensor_stream', 0)
         if isinstance(port, int) and 0 < port < 65536:
-            pairs.append((name, port))
-    return pairs
+            streams.append((name, port))
+    return SessionLayout(tuple(streams), len(agents), clock_agent)
+
+
+def agents_and_ports(hello: dict, sensor_ports: tuple[int, ...]) -> list[tuple[str, int]]:
+    """Return (agent name, port) for every agent of a ``hello`` reply with a port, by index."""
+    return list(session_layout(hello, sensor_ports).streams)
 
 
 class SessionBridge:
@@ -90,7 +124,7 @@ class SessionBridge:
             raise
         self.shared = SharedPublishers(self.node)
         self.bridges: list[SensorBridge] = []
-        self._layout: list[tuple[str, int]] | None = None
+        self._layout: SessionLayout | None = None
         self._lock = threading.Lock()
         self._destroyed = False
         self.control = SimControlNode(parameters=self.parameters.control(),
@@ -106,7 +140,7 @@ class SessionBridge:
 
     def _on_hello(self, reply: dict) -> None:
         """Plan the bridges from a hello reply (control reader thread)."""
-        layout = agents_and_ports(reply, self.parameters.sensor_ports)
+        layout = session_layout(reply, self.parameters.sensor_ports)
         with self._lock:
             if self._destroyed:
                 return
@@ -120,23 +154,27 @@ class SessionBridge:
                 f'the simulator now names agents and ports {layout}, the bridge runs '
                 f'{self._layout}; restart the bridge to follow the new session')
 
-    def _build_bridges(self, layout: list[tuple[str, int]]) -> None:
+    def _build_bridges(self, layout: SessionLayout) -> None:
         """Create and start one sensor bridge per agent (an executor task)."""
-        several = len(layout) > 1 and not self.parameters.frame_prefix
+        several = layout.several and not self.parameters.frame_prefix
         with self._lock:
             if self._destroyed:
                 return
-            for index, (agent, port) in enumerate(layout):
+            for agent, port in layout.streams:
                 settings = self.parameters.sensor(
                     port, frame_prefix=agent if several else None,
-                    publish_clock=self.parameters.publish_clock and index == 0)
+                    publish_clock=self.parameters.publish_clock and agent == layout.clock_agent)
                 bridge = SensorBridge(self.node, settings, name=agent, namespace=agent,
                                       shared=self.shared)
                 self.shared.add_diagnostics(bridge.diagnostic_statuses)
                 self.bridges.append(bridge)
                 bridge.start()
-        described = ', '.join(f'{agent} on port {port}' for agent, port in layout)
+        described = ', '.join(f'{agent} on port {port}' for agent, port in layout.streams)
         self.logger.info(f'sensor streams: {described or "none (no agent has a port)"}')
+        if self.parameters.publish_clock and layout.clock_agent not in dict(layout.streams):
+            self.logger.warning(
+                f'agent 0 ({layout.clock_agent or "none in hello"}) has no sensor stream: '
+                'nothing publishes /clock')
 
     def _barrier_hook(self, step: int) -> Awaitable:
         """Wait until every connected stream published the barrier of ``step``."""
