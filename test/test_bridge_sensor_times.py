@@ -186,3 +186,15 @@ def test_the_ins_odometry_carries_the_position_variances(emulator_factory, bridg
         assert not np.diag(covariance)[3:].any()
         assert not (covariance - np.diag(np.diag(covariance))).any()
         assert not any(truth.pose.covariance)
+
+
+def test_the_diagnostics_name_the_datum_of_the_fix(emulator_factory, bridge):
+    emulator = emulator_factory(vehicles=('polaris',), lockstep=True)
+    polaris = bridge(emulator.sensor_ports[0])
+    datum = polaris.tap.of(HelloFrame)[0].hello.ins.datum
+    assert datum == 'nad83_2011'
+
+    def with_datum(message) -> bool:
+        return any({(value.key, value.value) for value in status.values} >= {
+            ('ins.datum', datum), ('georeferenced', 'true')} for status in message.status)
+    polaris.recorder.wait_for('/diagnostics', with_datum)

@@ -28,7 +28,10 @@ grew since the ``previous`` snapshot; OK otherwise. Keys: the connection counter
 (``connected``, ``reason``, ``idle_s``, ``last_frame``, ``reconnects``, ``bad_frames``, ...) and
 for each frame type ``<type>.frames``, ``.published``, ``.dropped``, ``.bad``, ``.rate_hz``,
 ``.latency_p50_ms``, ``.latency_max_ms`` (transport latency: receive time minus the frame's
-publish time), ``n/a`` for a figure without data.
+publish time), ``n/a`` for a figure without data. With the stream's Hello, also
+``georeferenced`` and ``ins.datum`` (the datum of ``ins/fix``: ``nad83_2011`` or
+``wgs84_g2139``; NavSatFix is meant for WGS 84, and NAD83(2011) is about 1.3 m from it around
+the ACRE tile).
 
 The control channel's status (``control_stats_to_status``) comes from ``ControlClient.stats``;
 both report problems by the same rule, counters that grew since the last report
@@ -45,12 +48,15 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 from std_msgs.msg import Header
 
+from acres_bridge.protocol.frames import Hello
+
 FRAME_TYPES = ('hello', 'clock', 'ins', 'lidar', 'camera', 'barrier')
 CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'idle_s', 'last_frame',
                    'connections', 'reconnects',
                    'connect_failures', 'disconnects', 'bad_frames', 'last_bad_frame',
                    'unknown_frames', 'sequence_gaps', 'callback_errors', 'frames', 'bytes',
                    'published', 'dropped')
+HELLO_KEYS = ('georeferenced', 'ins.datum')
 TYPE_KEYS = ('frames', 'published', 'dropped', 'bad', 'rate_hz', 'latency_p50_ms',
              'latency_max_ms')
 _PROBLEM_COUNTERS = ('bad_frames', 'callback_errors', 'dropped')
@@ -70,7 +76,8 @@ def format_value(value: Any) -> str:
 
 
 def stream_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: str = '',
-                           previous: Mapping[str, Any] | None = None) -> DiagnosticStatus:
+                           previous: Mapping[str, Any] | None = None,
+                           hello: Hello | None = None) -> DiagnosticStatus:
     """
     Return the diagnostic status of one sensor stream.
 
@@ -78,8 +85,12 @@ def stream_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: 
     :param name: the status name, e.g. ``sensor_bridge: polaris sensor stream``.
     :param hardware_id: the stream's address, e.g. ``127.0.0.1:5601``.
     :param previous: the snapshot of the last report, to tell new problems from old ones.
+    :param hello: the stream's Hello, for ``georeferenced`` and ``ins.datum`` (``n/a`` without).
     """
     values = [KeyValue(key=key, value=format_value(stats.get(key))) for key in CONNECTION_KEYS]
+    described = (hello.georeferenced, hello.ins.datum) if hello is not None else (None, None)
+    values.extend(KeyValue(key=key, value=format_value(value))
+                  for key, value in zip(HELLO_KEYS, described))
     by_type = stats.get('by_type', {})
     for frame_type in FRAME_TYPES:
         figures = by_type.get(frame_type, {})

@@ -414,7 +414,7 @@ class SensorBridge:
         status = stream_stats_to_status(
             stats, name=f'{self.node.get_name()}: {self.name} sensor stream',
             hardware_id=f'{self.parameters.address}:{self.parameters.port}',
-            previous=self._previous)
+            previous=self._previous, hello=self.hello)
         self._previous = stats
         return [status]
 

@@ -1,0 +1,45 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""What a sensor stream's status says of its Hello: the geographic reference and the datum."""
+
+from sensor_frames import hello_frame
+from sensor_frames import polaris_hello_dict
+
+from acres_bridge.conversions.diagnostics import HELLO_KEYS
+from acres_bridge.conversions.diagnostics import stream_stats_to_status
+from acres_bridge.protocol.transport import SensorStreamClient
+
+
+def _stats() -> dict:
+    return SensorStreamClient('127.0.0.1', 1, name='test', on_frame=print).stats
+
+
+def _values(status) -> dict[str, str]:
+    return {value.key: value.value for value in status.values}
+
+
+def test_the_status_names_the_datum_of_the_fix():
+    values = _values(stream_stats_to_status(_stats(), name='s', hello=hello_frame().hello))
+    assert (values['georeferenced'], values['ins.datum']) == ('true', 'nad83_2011')
+    other = polaris_hello_dict()
+    other['ins']['datum'] = 'wgs84_g2139'
+    other['georeferenced'] = False
+    values = _values(stream_stats_to_status(_stats(), name='s', hello=hello_frame(other).hello))
+    assert (values['georeferenced'], values['ins.datum']) == ('false', 'wgs84_g2139')
+
+
+def test_before_a_hello_the_datum_is_not_known():
+    values = _values(stream_stats_to_status(_stats(), name='s'))
+    assert [values[key] for key in HELLO_KEYS] == ['n/a', 'n/a']
