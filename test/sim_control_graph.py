@@ -20,8 +20,12 @@ A small rclpy graph for the sim_control tests: the node under test and a client 
 the action from the test thread, waiting on events with time-outs.
 """
 
+from collections.abc import Iterator
+import contextlib
 import itertools
+import json
 import os
+import socket
 import threading
 import time
 from typing import Any, Callable
@@ -35,6 +39,7 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.action import SimulateSteps
 
+from acres_bridge.emulator.server import Emulator
 from acres_bridge.nodes.sim_control import SimControlNode
 
 CALL_TIMEOUT_S = 15.0
@@ -149,3 +154,67 @@ class ControlGraph:
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.client_node.create_subscription(msg_type, topic, received.append, qos)
         return received
+
+
+@contextlib.contextmanager
+def control_session(parameters: dict[str, Any] | None = None,
+                    **emulator_options: Any) -> Iterator[tuple[Emulator, ControlGraph]]:
+    """
+    Run an emulator (the game, lockstep, vehicles holding still) and a graph connected to it.
+
+    :param parameters: parameter overrides of the node.
+    :param emulator_options: more options of the Emulator.
+    """
+    emulator = Emulator(**{'lockstep': True, 'drive': 'hold', **emulator_options}).start()
+    try:
+        graph = ControlGraph(emulator.control_port, parameters=parameters)
+        try:
+            wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+            yield emulator, graph
+        finally:
+            graph.close()
+    finally:
+        emulator.stop()
+
+
+class Requests:
+    """The JSON requests the emulator receives from a point on, without their ids."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self._emulator = emulator
+        self._start = len(emulator.requests)
+
+    def __call__(self) -> list[dict]:
+        requests = self._emulator.requests[self._start:]
+        assert all(isinstance(request.pop('id', None), int) for request in requests)
+        return requests
+
+
+class ScriptedSimulator:
+    """A control channel that answers each op with a fixed reply (its id added)."""
+
+    def __init__(self, replies: dict[str, dict]) -> None:
+        self.replies = replies
+        self.listener = socket.create_server(('127.0.0.1', 0))
+        self.port = self.listener.getsockname()[1]
+        self.listener.settimeout(5.0)
+        self.thread = threading.Thread(target=self._serve, name='scripted-sim', daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            connection, _ = self.listener.accept()
+        except OSError:
+            return
+        with connection, connection.makefile('rwb') as stream:
+            stream.write(b'{"event":"episode","episode":0}\n')
+            stream.flush()
+            for line in stream:
+                request = json.loads(line)
+                reply = {**self.replies.get(request['op'], {'result': 0, 'ok': False}),
+                         'id': request['id']}
+                stream.write(json.dumps(reply).encode() + b'\n')
+                stream.flush()
+
+    def close(self) -> None:
+        self.listener.close()

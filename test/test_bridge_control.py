@@ -36,6 +36,7 @@ from acres_interfaces.srv import SetConditions
 from acres_interfaces.srv import SetVehicleShift
 import pytest
 from sim_control_graph import ControlGraph
+from sim_control_graph import Requests
 from sim_control_graph import wait_for
 from sim_control_graph import wait_future
 from simulation_interfaces.msg import EntityCategory
@@ -86,19 +87,6 @@ def graph(emulator):
         yield graph
     finally:
         graph.close()
-
-
-class Requests:
-    """The JSON requests the emulator receives from a point on, without their ids."""
-
-    def __init__(self, emulator: Emulator) -> None:
-        self._emulator = emulator
-        self._start = len(emulator.requests)
-
-    def __call__(self) -> list[dict]:
-        requests = self._emulator.requests[self._start:]
-        assert all(isinstance(request.pop('id', None), int) for request in requests)
-        return requests
 
 
 def _ok(result: Result) -> None:

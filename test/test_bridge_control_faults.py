@@ -21,14 +21,13 @@ schemas).
 """
 
 import json
-import socket
-import threading
 
 from acres_interfaces.msg import Episode
 from acres_interfaces.srv import Screenshot
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 from sim_control_graph import ControlGraph
+from sim_control_graph import ScriptedSimulator
 from sim_control_graph import wait_for
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState
@@ -143,36 +142,6 @@ def test_a_simulator_without_the_op_answers_0(emulator_factory, tmp_path):
             Result.RESULT_FEATURE_UNSUPPORTED, 'unknown op "screenshot"')
     finally:
         graph.close()
-
-
-class ScriptedSimulator:
-    """A control channel that answers each op with a fixed reply (its id added)."""
-
-    def __init__(self, replies: dict[str, dict]) -> None:
-        self.replies = replies
-        self.listener = socket.create_server(('127.0.0.1', 0))
-        self.port = self.listener.getsockname()[1]
-        self.listener.settimeout(5.0)
-        self.thread = threading.Thread(target=self._serve, name='scripted-sim', daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        try:
-            connection, _ = self.listener.accept()
-        except OSError:
-            return
-        with connection, connection.makefile('rwb') as stream:
-            stream.write(b'{"event":"episode","episode":0}\n')
-            stream.flush()
-            for line in stream:
-                request = json.loads(line)
-                reply = {**self.replies.get(request['op'], {'result': 0, 'ok': False}),
-                         'id': request['id']}
-                stream.write(json.dumps(reply).encode() + b'\n')
-                stream.flush()
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 @pytest.fixture

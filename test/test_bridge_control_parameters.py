@@ -27,10 +27,9 @@ from rcl_interfaces.srv import GetParameters
 from rcl_interfaces.srv import ListParameters
 import rclpy
 from rclpy.node import Node
+from sim_control_graph import control_session
 from sim_control_graph import ControlGraph
 from sim_control_graph import wait_for
-
-from acres_bridge.emulator.server import Emulator
 
 pytestmark = pytest.mark.ros
 
@@ -38,19 +37,19 @@ PARAMETERS = ('host', 'port', 'timeout_s', 'reconnect_s')
 
 
 @pytest.fixture(scope='module')
-def emulator():
-    emulator = Emulator(lockstep=True, drive='hold').start()
-    yield emulator
-    emulator.stop()
+def session():
+    with control_session({'timeout_s': 7.5}) as session:
+        yield session
 
 
 @pytest.fixture(scope='module')
-def graph(emulator):
-    graph = ControlGraph(emulator.control_port, parameters={'timeout_s': 7.5})
-    try:
-        yield graph
-    finally:
-        graph.close()
+def emulator(session):
+    return session[0]
+
+
+@pytest.fixture(scope='module')
+def graph(session):
+    return session[1]
 
 
 def _service(graph: ControlGraph, name: str) -> str:

@@ -32,6 +32,7 @@ from geometry_msgs.msg import Twist
 from hypothesis import given
 from hypothesis import strategies as st
 import pytest
+from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Bounds
 from simulation_interfaces.msg import EntityCategory
 from simulation_interfaces.msg import EntityFilters
@@ -443,3 +444,91 @@ def test_control_stats_become_a_diagnostic_status():
         {'connected': False, 'reason': 'cannot connect to 127.0.0.1:5600: refused'}, name='x')
     assert (down.level, down.message) == (
         DiagnosticStatus.ERROR, 'disconnected: cannot connect to 127.0.0.1:5600: refused')
+
+
+# --- the composed services -------------------------------------------------------------------
+
+SERVED = ('spawn_entity', 'delete_entity', 'get_entity_state', 'get_entities_states',
+          'get_entity_info', 'get_current_world', 'get_available_worlds', 'spawn_entities')
+
+
+def test_only_served_features_are_listed_and_unknown_or_refused_ids_are_dropped():
+    # 4 (tags) and 8 (categories) are refused by get_entities, 99 is no feature at all.
+    assert simulation.served_features([0, 4, 8, 99, 1, 10, 10], SERVED) == [
+        0, 1, 10, 12, 44, 45, 50]
+    # A feature needs every service that serves it; a composed one its simulator features.
+    assert simulation.served_features([0, 10], ('get_entity_state',)) == []
+    assert simulation.served_features([], SERVED) == [12, 44, 45]
+
+
+def test_entities_states_leave_out_entities_deleted_meanwhile():
+    gone = {'ok': False, 'result': 2, 'error': 'no entity "cone1"'}
+    names, states, result = simulation.entities_states_from_replies(
+        [('polaris', ENTITY_STATE), ('cone1', gone), ('w1', ENTITY_STATE)])
+    assert (names, result.result) == (['polaris', 'w1'], Result.RESULT_OK)
+    assert states == [simulation.entity_state_from_reply(ENTITY_STATE)] * 2
+    names, states, result = simulation.entities_states_from_replies(
+        [('polaris', ENTITY_STATE), ('w1', {'ok': False, 'result': 3, 'error': 'stepping'})])
+    assert (names, states) == ([], [])
+    assert (result.result, result.error_message) == (3, "get_entity_state of 'w1': stepping")
+    with pytest.raises(ReplyError, match='time_s'):
+        simulation.entities_states_from_replies([('polaris', {'ok': True, 'result': 1})])
+
+
+def test_entity_info_from_the_agents_of_hello_and_the_uris_spawned():
+    robot = simulation.entity_info('polaris', HELLO, {})
+    assert (robot.category.category, robot.description) == (
+        EntityCategory.CATEGORY_ROBOT, 'agent 0: a polaris')
+    maxxum = {**HELLO, 'agents': [{'name': 'm', 'vehicle': 'maxxum', 'index': 1,
+                                   'implement': 'sprayer'}]}
+    assert simulation.entity_info('m', maxxum, {}).description == (
+        'agent 1: a maxxum with a sprayer')
+    spawned = {'cone1': 'prop:cone', 'w1': 'person'}
+    assert simulation.entity_info('cone1', HELLO, spawned).category.category == (
+        EntityCategory.CATEGORY_OBJECT)
+    assert simulation.entity_info('w1', HELLO, spawned).category.category == (
+        EntityCategory.CATEGORY_HUMAN)
+    unknown = simulation.entity_info('old', HELLO, spawned)
+    assert unknown.category.category == EntityCategory.CATEGORY_OBJECT
+    assert 'unknown' in unknown.description
+
+
+def test_spawn_results_fail_together_naming_each_failure():
+    ok = simulation.spawn_result_from_reply({'ok': True, 'result': 1, 'entity': 'cone1'})
+    assert (ok.result.result, ok.entity_name) == (Result.RESULT_OK, 'cone1')
+    taken = simulation.spawn_result_from_reply(
+        {'ok': False, 'result': 101, 'error': '"cone1" exists'})
+    assert (taken.result.result, taken.entity_name) == (101, '')
+    assert simulation.spawn_results_outcome([ok]) == Result(result=Result.RESULT_OK)
+    assert simulation.spawn_results_outcome([]) == Result(result=Result.RESULT_OK)
+    outcome = simulation.spawn_results_outcome([ok, taken, simulation.failed_spawn_result('x')])
+    assert (outcome.result, outcome.error_message) == (
+        150, '2 of 3 spawns failed: 1: "cone1" exists; 2: x')
+    assert simulation.resource_string_unsupported('', '<sdf/>').endswith(
+        '(feature SPAWNING_RESOURCE_STRING)')
+    assert simulation.resource_string_unsupported('prop:cone', '<sdf/>') is None
+
+
+def test_the_world_is_the_map_of_hello():
+    world = simulation.world_from_hello(HELLO)
+    assert (world.name, world.world_resource.uri) == ('V03ACRE', 'V03ACRE')
+    assert world.description == 'the ACRES map V03ACRE (unreal)'
+    assert simulation.world_from_hello({**HELLO, 'map': ''}) is None
+    with pytest.raises(ReplyError, match='map'):
+        simulation.world_from_hello({**HELLO, 'map': 7})
+
+
+def test_step_feedback_and_the_simulation_state():
+    feedback = simulation.step_feedback(SimulateSteps.Feedback, {'completed': 12,
+                                                                 'remaining': 24})
+    assert (feedback.completed_steps, feedback.remaining_steps) == (12, 24)
+    with pytest.raises(ReplyError, match='progress.remaining_steps'):
+        simulation.step_feedback(SimulateSteps.Feedback, {'completed': 12, 'remaining': -1})
+    assert simulation.simulation_state_from_reply({'state': 2, 'step': 0}).state == 2
+
+
+def test_the_interface_probe_finds_installed_types_and_none_for_missing_ones():
+    assert messages.installed_interface('simulation_interfaces', 'srv', 'SpawnEntity',
+                                        'Request') is SpawnEntity.Request
+    assert messages.installed_interface('simulation_interfaces', 'srv', 'Nothing') is None
+    assert messages.installed_interface('no_such_package', 'msg', 'X') is None
