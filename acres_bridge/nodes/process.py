@@ -22,6 +22,7 @@ import rclpy
 from rclpy.executors import Executor
 from rclpy.executors import ExternalShutdownException
 
+from acres_bridge.nodes import dds
 from acres_bridge.nodes.parameters import ParameterError
 
 
@@ -33,6 +34,8 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
 
     Works the same on Humble, Jazzy and Kilted. The nodes report connections, bad frames and
     time-outs in their own logs, so the protocol layer's Python logging is raised to ERROR.
+    Fast DDS gets the bridge's own settings (:mod:`acres_bridge.nodes.dds`) unless the user
+    gave a profile; once the nodes exist, one log line says which configuration is in force.
 
     :param program: the executable's name, the first word of a parameter error.
     :param executor_type: makes the executor (after ``rclpy.init``).
@@ -41,15 +44,20 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     :return: 0, or 2 with one line on stderr for a parameter the nodes cannot run with.
     """
     logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
+    configuration = dds.configure()
     rclpy.init(args=args)
     executor = executor_type()
     destroy = None
     try:
         try:
+            # Fast DDS reads its profile when the first node creates the participant.
             destroy = build(executor)
         except ParameterError as exc:
             print(f'{program}: {exc}', file=sys.stderr)
             return 2
+        finally:
+            dds.restore(configuration)
+        _log_configuration(program, configuration)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -59,3 +67,13 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
             destroy()
         rclpy.try_shutdown()
     return 0
+
+
+def _log_configuration(program: str, configuration: dds.Configuration) -> None:
+    logger = rclpy.logging.get_logger(program)
+    logger.info(configuration.summary)
+    for warning in configuration.warnings:
+        logger.warning(warning)
+    mismatch = dds.check_loaded(configuration)
+    if mismatch is not None:
+        logger.warning(mismatch)

@@ -1,0 +1,348 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The Fast DDS settings of the bridge's own processes, chosen before ``rclpy.init``.
+
+Fast DDS as it ships lets a reliable writer announce its samples with a heartbeat every 3 s,
+so a reader acknowledges (and asks for a lost sample again) up to 3 s after the write, and
+gives a participant a 512 KiB shared-memory segment, smaller than one cloud or image. The
+bridge's processes therefore load an XML profile of their own, written here for the Fast DDS
+version the process will load: prompt heartbeats and a segment that holds the largest
+messages. It restricts nothing: every transport Fast DDS or rmw_fastrtps would add is still
+added, so readers on other hosts work as before.
+
+A profile the user gives (``FASTDDS_DEFAULT_PROFILES_FILE`` for Fast DDS 3,
+``FASTRTPS_DEFAULT_PROFILES_FILE`` for 2.x, or the version's default file in the working
+directory) takes precedence: then nothing of the bridge's is applied.
+
+Fast DDS 3 renamed some tags of 2.x (``heartbeatPeriod`` became ``heartbeat_period``) and
+both versions reject a whole file for a tag they do not know, without a word at the default
+log level. The tags are therefore spelled for the version found, and a user's profile with the
+other version's spelling is reported.
+"""
+
+from collections.abc import Mapping
+from collections.abc import MutableMapping
+from collections.abc import Sequence
+import dataclasses
+import hashlib
+import os
+import re
+import sys
+import tempfile
+
+# The environment variable each Fast DDS major version reads for its profile file, and the
+# file it loads from the working directory unless SKIP_DEFAULT_XML_FILE=1.
+PROFILE_VARIABLES = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_PROFILES_FILE'}
+DEFAULT_PROFILE_FILES = {2: 'DEFAULT_FASTRTPS_PROFILES.xml', 3: 'DEFAULT_FASTDDS_PROFILES.xml'}
+FAST_DDS_RMWS = ('rmw_fastrtps_cpp', 'rmw_fastrtps_dynamic_cpp')
+
+# Fast DDS 2.x spelling -> Fast DDS 3 spelling (the schemas of 2.14 and 3.2 compared).
+RENAMED_TAGS = {
+    'heartbeatPeriod': 'heartbeat_period',
+    'heartbeatResponseDelay': 'heartbeat_response_delay',
+    'initialHeartbeatDelay': 'initial_heartbeat_delay',
+    'initialAcknackDelay': 'initial_acknack_delay',
+    'nackResponseDelay': 'nack_response_delay',
+    'nackSupressionDuration': 'nack_supression_duration',
+    'expectsInlineQos': 'expects_inline_qos',
+}
+# Fast DDS 2.6 (Humble) knows the writer and reader profiles only by these names; 2.14 takes
+# them as well as data_writer and data_reader, 3.x only the latter.
+PROFILE_TAGS = {2: ('publisher', 'subscriber'), 3: ('data_writer', 'data_reader')}
+
+# What the bridge applies (see docs/benchmarks.md for what each one changes).
+HEARTBEAT_PERIOD_MS = 20
+SHM_SEGMENT_BYTES = 16 * 1024 * 1024
+SHM_PORT_QUEUE_CAPACITY = 1024
+
+_NEEDED = re.compile(rb'lib(fastdds|fastrtps)\.so\.(\d+)\.(\d+)')
+_MAPPED = re.compile(r'/lib(fastdds|fastrtps)\.so\.(\d+)\.(\d+)')
+
+
+@dataclasses.dataclass(frozen=True)
+class FastDds:
+    """A Fast DDS library: its version and the file that says so."""
+
+    major: int
+    minor: int
+    source: str
+
+    def __str__(self) -> str:
+        return f'Fast DDS {self.major}.{self.minor}'
+
+
+@dataclasses.dataclass(frozen=True)
+class Configuration:
+    """What :func:`configure` decided: the line for the log and what it set in the environment."""
+
+    summary: str
+    variable: str | None = None
+    profile: str | None = None
+    fast_dds: FastDds | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def library_dirs(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """
+    Return the folders the rmw library is loaded from, in the order of the search.
+
+    rmw_implementation looks in ``LD_LIBRARY_PATH`` first, then the linker finds it next to
+    itself; ``AMENT_PREFIX_PATH`` lists the prefixes of a sourced distribution and
+    ``sys.prefix`` is the PyPI prefix.
+    """
+    dirs = [item for item in environ.get('LD_LIBRARY_PATH', '').split(os.pathsep) if item]
+    dirs += [os.path.join(prefix, 'lib')
+             for prefix in environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if prefix]
+    dirs.append(os.path.join(sys.prefix, 'lib'))
+    unique = []
+    for item in dirs:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def find_fast_dds(dirs: Sequence[str] | None = None,
+                  rmw: str = 'rmw_fastrtps_cpp') -> FastDds | None:
+    """
+    Return the Fast DDS that the rmw library links, read from the library's dependencies.
+
+    ``librmw_fastrtps_cpp.so`` names ``libfastdds.so.3.2`` (Kilted) or ``libfastrtps.so.2.14``
+    (Jazzy) among the libraries it needs, so the first rmw library of the search decides.
+    None if there is none.
+    """
+    for folder in library_dirs() if dirs is None else dirs:
+        path = os.path.join(folder, f'lib{rmw}.so')
+        try:
+            with open(path, 'rb') as stream:
+                found = _NEEDED.search(stream.read())
+        except OSError:
+            continue
+        if found:
+            return FastDds(int(found.group(2)), int(found.group(3)), path)
+    return None
+
+
+def loaded_fast_dds(maps: str = '/proc/self/maps') -> FastDds | None:
+    """Return the Fast DDS mapped into this process (Linux), None if none is."""
+    try:
+        with open(maps, encoding='utf-8', errors='replace') as stream:
+            text = stream.read()
+    except OSError:
+        return None
+    found = _MAPPED.search(text)
+    if found is None:
+        return None
+    line = text[text.rfind('\n', 0, found.start()) + 1:text.find('\n', found.end())]
+    return FastDds(int(found.group(2)), int(found.group(3)), line.split()[-1])
+
+
+def _duration(tag: str, milliseconds: int) -> str:
+    return (f'<{tag}><sec>0</sec><nanosec>{milliseconds * 1_000_000}</nanosec></{tag}>')
+
+
+def profile_xml(major: int, *, local_discovery: bool,
+                heartbeat_period_ms: int | None = HEARTBEAT_PERIOD_MS,
+                segment_size: int | None = SHM_SEGMENT_BYTES) -> str:
+    """
+    Return the bridge's profile for Fast DDS ``major`` (2 or 3).
+
+    Writers: a heartbeat every ``heartbeat_period_ms``; data sharing off and history memory
+    that grows by reallocation, which rmw_fastrtps sets by itself unless
+    ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` hands those choices to the XML. Participant: a
+    shared-memory transport with a ``segment_size`` segment. With ``local_discovery``
+    (:func:`rmw_adds_transports`) rmw_fastrtps adds its own shared-memory and UDPv4 transports
+    after this one, so the profile adds only the segment; otherwise it also adds the UDPv4
+    transport that replacing the built-in ones would drop. None leaves a setting as Fast DDS
+    has it.
+    """
+    writer_tag, _ = PROFILE_TAGS[3 if major >= 3 else 2]
+    heartbeat_tag = 'heartbeat_period' if major >= 3 else 'heartbeatPeriod'
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             '<!-- Written by acres_bridge (acres_bridge/nodes/dds.py) for Fast DDS '
+             f'{major}.x: the settings of the bridge\'s own processes. -->',
+             '<dds xmlns="http://www.eprosima.com">', '  <profiles>']
+    if segment_size is not None:
+        lines += [
+            '    <transport_descriptors>',
+            '      <transport_descriptor>',
+            '        <transport_id>acres_bridge_shm</transport_id>',
+            '        <type>SHM</type>',
+            f'        <segment_size>{segment_size}</segment_size>',
+            f'        <port_queue_capacity>{SHM_PORT_QUEUE_CAPACITY}</port_queue_capacity>',
+            f'        <maxMessageSize>{segment_size}</maxMessageSize>',
+            '      </transport_descriptor>']
+        if not local_discovery:
+            lines += [
+                '      <transport_descriptor>',
+                '        <transport_id>acres_bridge_udp</transport_id>',
+                '        <type>UDPv4</type>',
+                '      </transport_descriptor>']
+        lines += [
+            '    </transport_descriptors>',
+            '    <participant profile_name="acres_bridge_participant" is_default_profile="true">',
+            '      <rtps>',
+            '        <useBuiltinTransports>false</useBuiltinTransports>',
+            '        <userTransports>',
+            '          <transport_id>acres_bridge_shm</transport_id>']
+        if not local_discovery:
+            lines.append('          <transport_id>acres_bridge_udp</transport_id>')
+        lines += ['        </userTransports>', '      </rtps>', '    </participant>']
+    lines += [
+        f'    <{writer_tag} profile_name="acres_bridge_writer" is_default_profile="true">',
+        '      <qos>',
+        '        <data_sharing><kind>OFF</kind></data_sharing>',
+        '      </qos>']
+    if heartbeat_period_ms is not None:
+        lines += ['      <times>', '        ' + _duration(heartbeat_tag, heartbeat_period_ms),
+                  '      </times>']
+    lines += ['      <historyMemoryPolicy>PREALLOCATED_WITH_REALLOC</historyMemoryPolicy>',
+              f'    </{writer_tag}>', '  </profiles>', '</dds>', '']
+    return '\n'.join(lines)
+
+
+def foreign_tags(path: str, major: int) -> list[str]:
+    """Return the tags of the profile at ``path`` that Fast DDS ``major`` does not know."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as stream:
+            text = stream.read()
+    except OSError:
+        return []
+    names = RENAMED_TAGS.values() if major < 3 else RENAMED_TAGS.keys()
+    return sorted(name for name in names if re.search(rf'<{name}\b', text))
+
+
+def rmw_adds_transports(environ: Mapping[str, str], fast_dds: FastDds) -> bool:
+    """
+    Whether rmw_fastrtps replaces the built-in transports with its own, for local discovery.
+
+    It does so for ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (Iron and later; Jazzy's rcl
+    also turns ``ROS_LOCALHOST_ONLY=1`` into that range, Kilted's ignores the variable) and for
+    Humble's ``ROS_LOCALHOST_ONLY=1`` (a UDPv4 transport on 127.0.0.1 only).
+    """
+    range_ = environ.get('ROS_AUTOMATIC_DISCOVERY_RANGE', '')
+    localhost_only = environ.get('ROS_LOCALHOST_ONLY', '') == '1'
+    if fast_dds.major >= 3:
+        return range_ == 'LOCALHOST'
+    if fast_dds.minor >= 10:
+        return localhost_only or range_ == 'LOCALHOST'
+    return localhost_only
+
+
+def _user_profile(environ: Mapping[str, str], major: int, cwd: str) -> tuple[str, str] | None:
+    variable = PROFILE_VARIABLES[3 if major >= 3 else 2]
+    if environ.get(variable):
+        return variable, environ[variable]
+    default_file = os.path.join(cwd, DEFAULT_PROFILE_FILES[3 if major >= 3 else 2])
+    if environ.get('SKIP_DEFAULT_XML_FILE', '') != '1' and os.path.isfile(default_file):
+        return 'the working directory', default_file
+    return None
+
+
+def _write_profile(text: str, major: int) -> str:
+    """Write the profile where every process of this user finds the same file; return it."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    folder = os.path.join(tempfile.gettempdir(), f'acres_bridge-{os.getuid()}')
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, f'fastdds{major}-{digest}.xml')
+    if not os.path.isfile(path):
+        partial = f'{path}.{os.getpid()}'
+        with open(partial, 'w', encoding='utf-8') as stream:
+            stream.write(text)
+        os.replace(partial, path)
+    return path
+
+
+def configure(environ: MutableMapping[str, str] = os.environ, *,
+              dirs: Sequence[str] | None = None, cwd: str | None = None,
+              maps: str = '/proc/self/maps') -> Configuration:
+    """
+    Point this process's Fast DDS at the bridge's profile unless the user gave one.
+
+    Call before ``rclpy.init``: Fast DDS reads its profiles once per process, when the first
+    participant is created. Undo with :func:`restore` once the nodes exist.
+    """
+    rmw = environ.get('RMW_IMPLEMENTATION', '') or 'rmw_fastrtps_cpp'
+    if rmw not in FAST_DDS_RMWS:
+        return Configuration(f'DDS: {rmw}, its own configuration (the bridge sets Fast DDS '
+                             'only)')
+    fast_dds = find_fast_dds(dirs, rmw)
+    if fast_dds is None:
+        searched = os.pathsep.join(library_dirs(environ) if dirs is None else dirs)
+        return Configuration(f'DDS: no lib{rmw}.so in {searched}; Fast DDS as it ships')
+    given = _user_profile(environ, fast_dds.major, os.getcwd() if cwd is None else cwd)
+    if given is not None:
+        source, path = given
+        foreign = foreign_tags(path, fast_dds.major)
+        warnings = ()
+        if foreign:
+            warnings = (f'{path}: {fast_dds} rejects the whole file for the tag(s) '
+                        f'{", ".join(foreign)} (the other Fast DDS version\'s spelling)',)
+        return Configuration(f'DDS: {fast_dds}, the profile {path} from {source}; the bridge '
+                             'applies none of its own settings', fast_dds=fast_dds,
+                             warnings=warnings)
+    variable = PROFILE_VARIABLES[3 if fast_dds.major >= 3 else 2]
+    text = profile_xml(fast_dds.major, local_discovery=rmw_adds_transports(environ, fast_dds))
+    profile = _write_profile(text, fast_dds.major)
+    environ[variable] = profile
+    return Configuration(
+        f'DDS: {fast_dds}, the bridge\'s own settings (writer heartbeat every '
+        f'{HEARTBEAT_PERIOD_MS} ms, {SHM_SEGMENT_BYTES >> 20} MiB shared-memory segment, data '
+        f'sharing off) from {profile}; set {variable} to use a profile of your own',
+        variable, profile, fast_dds)
+
+
+def restore(configuration: Configuration,
+            environ: MutableMapping[str, str] = os.environ) -> None:
+    """Remove what :func:`configure` set, so that processes started later inherit nothing."""
+    if configuration.variable is not None and environ.get(
+            configuration.variable) == configuration.profile:
+        del environ[configuration.variable]
+
+
+def shm_segments(maps: str = '/proc/self/maps') -> list[int]:
+    """Return the sizes in bytes of the Fast DDS shared-memory segments this process maps."""
+    sizes = []
+    try:
+        with open(maps, encoding='utf-8', errors='replace') as stream:
+            for line in stream:
+                fields = line.split()
+                if len(fields) >= 6 and re.fullmatch(r'/dev/shm/fastdds_[0-9a-f]+', fields[-1]):
+                    low, high = fields[0].split('-')
+                    sizes.append(int(high, 16) - int(low, 16))
+    except OSError:
+        pass
+    return sizes
+
+
+def check_loaded(configuration: Configuration, maps: str = '/proc/self/maps') -> str | None:
+    """
+    Return a warning if the configuration did not take effect in this process, else None.
+
+    Call once the nodes exist. The Fast DDS now mapped must be the version the profile was
+    spelled for, and the participant must map a shared-memory segment of the profile's size:
+    Fast DDS reads its profiles once per process, so a participant created earlier in the same
+    process (another rclpy context) leaves them unread.
+    """
+    expected = configuration.fast_dds
+    loaded = loaded_fast_dds(maps)
+    if expected is not None and loaded is not None and loaded.major != expected.major:
+        return (f'DDS: the configuration was chosen for {expected} ({expected.source}) but this '
+                f'process loaded {loaded} ({loaded.source})')
+    if configuration.profile is not None and os.path.exists(maps) and not any(
+            size >= SHM_SEGMENT_BYTES for size in shm_segments(maps)):
+        return ('DDS: the bridge\'s Fast DDS settings did not take effect: Fast DDS had read its '
+                'profiles before (a participant created earlier in this process)')
+    return None
