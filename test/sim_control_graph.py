@@ -31,6 +31,7 @@ import time
 from typing import Any, Callable
 
 from conftest import SpinningExecutor
+import pytest
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
@@ -175,6 +176,26 @@ def control_session(parameters: dict[str, Any] | None = None,
             graph.close()
     finally:
         emulator.stop()
+
+
+def graph_fixtures(parameters: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """
+    Return the module-scoped fixtures ``graph`` and ``emulator`` of one control session.
+
+    A test module assigns them (``graph, emulator = graph_fixtures({'timeout_s': 3.0})``);
+    every test of the module then shares the emulator and the graph.
+    """
+    @pytest.fixture(scope='module', name='graph')
+    def graph_fixture() -> Iterator[ControlGraph]:
+        with control_session(parameters) as (emulator, graph):
+            graph.emulator = emulator
+            yield graph
+
+    @pytest.fixture(scope='module', name='emulator')
+    def emulator_fixture(graph: ControlGraph) -> Emulator:
+        return graph.emulator
+
+    return graph_fixture, emulator_fixture
 
 
 class Requests:

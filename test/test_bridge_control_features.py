@@ -25,8 +25,8 @@ from collections.abc import Callable
 
 from action_msgs.msg import GoalStatus
 import pytest
-from sim_control_graph import control_session
 from sim_control_graph import ControlGraph
+from sim_control_graph import graph_fixtures
 from sim_control_graph import ScriptedSimulator
 from sim_control_graph import wait_for
 from sim_control_graph import wait_future
@@ -68,15 +68,7 @@ REFUSED = {F.POSE_BOUNDS, F.ENTITY_TAGS, F.ENTITY_BOUNDS, F.ENTITY_BOUNDS_BOX,
            F.WORLD_UNLOADING}
 
 
-@pytest.fixture(scope='module')
-def session():
-    with control_session() as session:
-        yield session
-
-
-@pytest.fixture(scope='module')
-def graph(session):
-    return session[1]
+graph, emulator = graph_fixtures()
 
 
 def _results(*results: Result) -> list[Result]:
@@ -185,33 +177,28 @@ def test_every_listed_feature_is_served_and_none_refuses(graph):
             assert result.result == OK, (feature, result)
 
 
-def test_a_simulator_that_claims_every_feature_gets_only_the_served_ones_listed():
-    claimed = list(range(0, 64))
+def _advertised(claimed: list[int]) -> list[int]:
+    """Return what get_simulator_features lists for a simulator whose hello claims features."""
     simulator = ScriptedSimulator({'hello': {'ok': True, 'result': OK, 'map': 'V03ACRE',
                                              'features': claimed}})
     graph = ControlGraph(simulator.port)
     try:
         wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
-        features = set(graph.call(GetSimulatorFeatures,
-                                  'get_simulator_features').features.features)
+        return list(graph.call(GetSimulatorFeatures,
+                               'get_simulator_features').features.features)
     finally:
         graph.close()
         simulator.close()
-    assert features == set(CALLS)
-    assert not REFUSED & features
+
+
+def test_a_simulator_that_claims_every_feature_gets_only_the_served_ones_listed():
+    features = _advertised(list(range(0, 64)))
+    assert features == sorted(CALLS)
+    assert not REFUSED & set(features)
 
 
 def test_composed_features_need_the_simulator_features_they_are_made_of():
     # Without SPAWNING there is no SPAWNING_ENTITIES; the features composed from hello stay.
-    simulator = ScriptedSimulator({'hello': {'ok': True, 'result': OK, 'map': 'V03ACRE',
-                                             'features': [F.SIMULATION_STATE_GETTING, 4, 8]}})
-    graph = ControlGraph(simulator.port)
-    try:
-        wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
-        features = list(graph.call(GetSimulatorFeatures,
-                                   'get_simulator_features').features.features)
-    finally:
-        graph.close()
-        simulator.close()
-    assert features == [F.ENTITY_INFO_GETTING, F.SIMULATION_STATE_GETTING,
-                        F.WORLD_INFO_GETTING, F.AVAILABLE_WORLDS]
+    assert _advertised([F.SIMULATION_STATE_GETTING, 4, 8]) == [
+        F.ENTITY_INFO_GETTING, F.SIMULATION_STATE_GETTING, F.WORLD_INFO_GETTING,
+        F.AVAILABLE_WORLDS]

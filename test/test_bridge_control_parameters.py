@@ -27,8 +27,8 @@ from rcl_interfaces.srv import GetParameters
 from rcl_interfaces.srv import ListParameters
 import rclpy
 from rclpy.node import Node
-from sim_control_graph import control_session
 from sim_control_graph import ControlGraph
+from sim_control_graph import graph_fixtures
 from sim_control_graph import wait_for
 
 pytestmark = pytest.mark.ros
@@ -36,20 +36,7 @@ pytestmark = pytest.mark.ros
 PARAMETERS = ('host', 'port', 'timeout_s', 'reconnect_s')
 
 
-@pytest.fixture(scope='module')
-def session():
-    with control_session({'timeout_s': 7.5}) as session:
-        yield session
-
-
-@pytest.fixture(scope='module')
-def emulator(session):
-    return session[0]
-
-
-@pytest.fixture(scope='module')
-def graph(session):
-    return session[1]
+graph, emulator = graph_fixtures({'timeout_s': 7.5})
 
 
 def _service(graph: ControlGraph, name: str) -> str:

@@ -30,7 +30,7 @@ import time
 
 from acres_interfaces.srv import Hello
 import pytest
-from sim_control_graph import control_session
+from sim_control_graph import graph_fixtures
 from sim_control_graph import Requests
 from simulation_interfaces.msg import EntityCategory
 from simulation_interfaces.msg import EntityFilters
@@ -77,20 +77,7 @@ def codes_of(response_type: type) -> set[int]:
         code for code in own if isinstance(code, int)}
 
 
-@pytest.fixture(scope='module')
-def session():
-    with control_session({'timeout_s': TIMEOUT_S}) as session:
-        yield session
-
-
-@pytest.fixture(scope='module')
-def emulator(session):
-    return session[0]
-
-
-@pytest.fixture(scope='module')
-def graph(session):
-    return session[1]
+graph, emulator = graph_fixtures({'timeout_s': TIMEOUT_S})
 
 
 def _spawn(name: str, uri: str, x: float, y: float, *, resource_string: str = '',
