@@ -168,6 +168,9 @@ class Prefix:
             if made_for != self.distro.name:
                 raise SetupError(f'{self.venv} is a ROS 2 {DISTROS[made_for].title} prefix; '
                                  f'give --venv another directory for {self.distro.title}')
+            if not marker.is_file():
+                self.stamps.mkdir(parents=True, exist_ok=True)
+                marker.write_text(self.distro.name + '\n')
             return
         log(f'creating {self.venv} with {self.base_python}')
         run('venv', [self.base_python, '-m', 'venv', str(self.venv)])
@@ -481,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     log(f'{venv} ready: ROS 2 {distro.title}, simulation_interfaces '
         f'{args.simulation_interfaces}.x ({time.monotonic() - started:.1f} s); '
-        f'source {venv}/setup.bash for the ros2 commands')
+        f'source {prefix.venv}/setup.bash for the ros2 commands')
     return 0
 
 
