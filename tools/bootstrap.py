@@ -189,10 +189,12 @@ class Prefix:
         log(f'installing {ros_requirements.relative_to(ROOT)} and '
             f'{REQUIREMENTS.relative_to(ROOT)} (ROS 2 {self.distro.title} wheels, numpy, tools)')
         self.stamps.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
         run('requirements', [str(self.python), '-m', 'pip', 'install', '-q',
                              '--disable-pip-version-check', '-r', str(ros_requirements),
                              '-r', str(REQUIREMENTS)],
             env=self.plain_env(), log_path=self.stamps / 'pip.log')
+        log(f'requirements installed in {time.monotonic() - started:.0f} s')
         self.rewrite_wheel_cmake_paths()
         self.write_stamp('requirements', key)
         return ros_key
