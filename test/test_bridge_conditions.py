@@ -1,0 +1,36 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""A ROS request that sets only the rain rate keeps the sky (acres/set_conditions end to end)."""
+
+from acres_interfaces.srv import SetConditions
+import pytest
+from sim_control_graph import control_session
+from simulation_interfaces.msg import Result
+
+pytestmark = pytest.mark.ros
+
+
+def test_only_the_rain_rate_keeps_the_sky(ros_context):
+    with control_session() as (emulator, graph):
+        stormy = graph.call(SetConditions, 'acres/set_conditions', SetConditions.Request(
+            set_weather=True, weather_preset=SetConditions.Request.WEATHER_STORM))
+        assert stormy.result.result == Result.RESULT_OK, stormy.result.error_message
+        rain_only = graph.call(SetConditions, 'acres/set_conditions', SetConditions.Request(
+            set_weather=True, weather_rain_mm_h=6.5))
+        assert rain_only.result.result == Result.RESULT_OK, rain_only.result.error_message
+        assert rain_only.message == 'weather storm rain 6.5 mm/h'
+        assert emulator.requests[-1] == {'op': 'set_conditions', 'weather': {'rain_mm_h': 6.5},
+                                         'id': emulator.requests[-1]['id']}
+        assert emulator.world.conditions['weather'] == {'preset': 'storm', 'rain_mm_h': 6.5}
