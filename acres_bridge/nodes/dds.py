@@ -48,6 +48,8 @@ import tempfile
 PROFILE_VARIABLES = {2: 'FASTRTPS_DEFAULT_PROFILES_FILE', 3: 'FASTDDS_DEFAULT_PROFILES_FILE'}
 DEFAULT_PROFILE_FILES = {2: 'DEFAULT_FASTRTPS_PROFILES.xml', 3: 'DEFAULT_FASTDDS_PROFILES.xml'}
 FAST_DDS_RMWS = ('rmw_fastrtps_cpp', 'rmw_fastrtps_dynamic_cpp')
+# The package's opt-in single-host profile (config/), one file per Fast DDS major version.
+SHIPPED_PROFILES = {2: 'fastdds2_large_data.xml', 3: 'fastdds_large_data.xml'}
 
 # Fast DDS 2.x spelling -> Fast DDS 3 spelling (the schemas of 2.14 and 3.2 compared).
 RENAMED_TAGS = {
@@ -224,6 +226,38 @@ def foreign_tags(path: str, major: int) -> list[str]:
     return sorted(name for name in names if re.search(rf'<{name}\b', text))
 
 
+def profile_variable(fast_dds: FastDds) -> str:
+    """Return the environment variable that names the profile file for ``fast_dds``."""
+    return PROFILE_VARIABLES[3 if fast_dds.major >= 3 else 2]
+
+
+def shipped_profile(fast_dds: FastDds) -> str:
+    """
+    Return the path of the package's single-host profile spelled for ``fast_dds``.
+
+    The installed package's share folder if there is one (``ros2 pkg prefix``), else the
+    source tree's ``config/``.
+    """
+    name = SHIPPED_PROFILES[3 if fast_dds.major >= 3 else 2]
+    folders = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        from ament_index_python.packages import PackageNotFoundError
+        try:
+            folders.append(os.path.join(get_package_share_directory('acres_bridge'), 'config'))
+        except (PackageNotFoundError, ValueError, OSError):   # OSError: AMENT_PREFIX_PATH unset
+            pass
+    except ImportError:
+        pass
+    folders.append(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), 'config'))
+    for folder in folders:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f'{name} is in none of {", ".join(folders)}')
+
+
 def rmw_adds_transports(environ: Mapping[str, str], fast_dds: FastDds) -> bool:
     """
     Whether rmw_fastrtps replaces the built-in transports with its own, for local discovery.
@@ -241,11 +275,12 @@ def rmw_adds_transports(environ: Mapping[str, str], fast_dds: FastDds) -> bool:
     return localhost_only
 
 
-def _user_profile(environ: Mapping[str, str], major: int, cwd: str) -> tuple[str, str] | None:
-    variable = PROFILE_VARIABLES[3 if major >= 3 else 2]
+def _user_profile(environ: Mapping[str, str], fast_dds: FastDds,
+                  cwd: str) -> tuple[str, str] | None:
+    variable = profile_variable(fast_dds)
     if environ.get(variable):
         return variable, environ[variable]
-    default_file = os.path.join(cwd, DEFAULT_PROFILE_FILES[3 if major >= 3 else 2])
+    default_file = os.path.join(cwd, DEFAULT_PROFILE_FILES[3 if fast_dds.major >= 3 else 2])
     if environ.get('SKIP_DEFAULT_XML_FILE', '') != '1' and os.path.isfile(default_file):
         return 'the working directory', default_file
     return None
@@ -282,7 +317,7 @@ def configure(environ: MutableMapping[str, str] = os.environ, *,
     if fast_dds is None:
         searched = os.pathsep.join(library_dirs(environ) if dirs is None else dirs)
         return Configuration(f'DDS: no lib{rmw}.so in {searched}; Fast DDS as it ships')
-    given = _user_profile(environ, fast_dds.major, os.getcwd() if cwd is None else cwd)
+    given = _user_profile(environ, fast_dds, os.getcwd() if cwd is None else cwd)
     if given is not None:
         source, path = given
         foreign = foreign_tags(path, fast_dds.major)
@@ -293,7 +328,7 @@ def configure(environ: MutableMapping[str, str] = os.environ, *,
         return Configuration(f'DDS: {fast_dds}, the profile {path} from {source}; the bridge '
                              'applies none of its own settings', fast_dds=fast_dds,
                              warnings=warnings)
-    variable = PROFILE_VARIABLES[3 if fast_dds.major >= 3 else 2]
+    variable = profile_variable(fast_dds)
     text = profile_xml(fast_dds.major, local_discovery=rmw_adds_transports(environ, fast_dds))
     profile = _write_profile(text, fast_dds.major)
     environ[variable] = profile
