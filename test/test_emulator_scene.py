@@ -33,6 +33,8 @@ from acres_bridge.emulator.sensors.ins import ins_values
 from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.emulator.sensors.layouts import shifted_layout
 from acres_bridge.emulator.sensors.layouts import VEHICLES
+from acres_bridge.emulator.sensors.lidar import column_offsets_s
+from acres_bridge.emulator.sensors.lidar import ColumnPoses
 from acres_bridge.emulator.sensors.lidar import lidar_scan
 from acres_bridge.emulator.sensors.poses import NAMED_POSES
 from acres_bridge.emulator.sensors.poses import Pose
@@ -426,6 +428,59 @@ def test_an_image_is_deterministic_for_a_seed(terrain, polaris):
 
 # ---------------------------------------------------------------------------------------------
 # INS
+
+def test_column_firing_times_follow_the_dataset_rule_for_both_orders(polaris):
+    cw = column_offsets_s(polaris['lidar'], 0.1)
+    # Column c fires (1799 - c) / 1800 x sweep before the stamp: column 0 first, 1799 last.
+    assert cw[0] == pytest.approx(-0.1 * 1799 / 1800) and cw[1799] == 0.0
+    assert np.all(np.diff(cw) > 0.0)
+    ccw = column_offsets_s(dict(polaris['lidar'], azimuth_order='ccw'), 0.1)
+    # The same beam fires at the same time: ccw column c is cw column (1800 - c) mod 1800.
+    assert ccw[0] == cw[0] and ccw[1] == 0.0 and ccw[1799] == cw[1]
+    assert not np.any(column_offsets_s(polaris['lidar'], 0.0))
+
+
+def test_a_sweep_from_one_pose_is_the_scan_of_one_instant(polaris, terrain):
+    pose = _on_ground(terrain, *GARAGE, -NORTH)   # facing the garage: ground and a wall
+    props = [Prop('cone1', 'prop:cone', (-36.0, -150.0, 0.4)),
+             Prop('w1', 'person', (-41.0, -148.0, 0.4))]
+    still = ColumnPoses(np.tile(pose.position, (1800, 1)), np.tile(pose.rotation, (1800, 1, 1)))
+    one = lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(3))
+    swept = lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(3), sweep=still)
+    np.testing.assert_array_equal(np.isnan(one), np.isnan(swept))
+    np.testing.assert_allclose(swept, one, atol=1e-4, equal_nan=True)
+    with pytest.raises(ValueError):
+        lidar_scan(polaris, pose, props, terrain, rng=np.random.default_rng(3),
+                   sweep=ColumnPoses(still.positions[:10], still.rotations[:10]))
+
+
+def test_a_moving_sweep_sees_each_column_from_its_own_pose(polaris, terrain):
+    # The vehicle drives 1 m towards the garage wall during the sweep; each column's points,
+    # put in the world with the pose of its firing time, lie on the wall's plane (y = -156).
+    end = _on_ground(terrain, GARAGE[0], GARAGE[1] - 4.0, -NORTH)
+    start = end.position + np.array([0.0, 1.0, 0.0])
+    fraction = (column_offsets_s(polaris['lidar'], 0.1) / 0.1 + 1.0)[:, None]
+    positions = start + fraction * (end.position - start)
+    sweep = ColumnPoses(positions, np.tile(end.rotation, (1800, 1, 1)))
+    cloud = lidar_scan(polaris, end, [], terrain, rng=np.random.default_rng(4), sweep=sweep)
+    rotation = end.rotation @ geodesy.rpy_to_matrix(polaris['lidar']['rpy_deg'])
+    mount = np.asarray(polaris['lidar']['position_flu_m'])
+    origins = positions + mount @ end.rotation.T
+    world = np.einsum('ij,crj->cri', rotation, cloud[..., :3]) + origins[:, None, :]
+    ahead = np.r_[0:100, 1700:1800]                 # +-20 degrees about straight ahead
+    seen = world[ahead].reshape(-1, 3)
+    wall = seen[(np.abs(seen[:, 1] + 156.0) < 0.5) & (seen[:, 2] > end.position[2] + 0.5)]
+    assert len(wall) > 1000
+    assert np.abs(wall[:, 1] + 156.0).max() < 0.02
+    # Seen from the pose of the stamp instead (no de-skew), column 0, which fired 1 m farther
+    # back, puts the wall 1 m deeper; the last column fired at the stamp and puts it in place.
+    skewed = np.einsum('ij,crj->cri', rotation, cloud[..., :3]) + origins[-1]
+    for columns, depth in ((slice(0, 20), -157.0), (slice(1780, 1800), -156.0)):
+        part = skewed[columns].reshape(-1, 3)
+        part = part[(part[:, 2] > end.position[2] + 0.5) & (part[:, 1] < -155.0)]
+        assert len(part) > 100
+        assert np.median(part[:, 1]) == pytest.approx(depth, abs=0.02)
+
 
 def _ins(layout, pose, seed=0, **kwargs):
     return ins_values(layout, pose, rng=np.random.default_rng(seed), **kwargs)

@@ -14,12 +14,17 @@
 
 """The acres_sim_emulator command line: ports, loopback only, clean stops."""
 
+import json
 import os
 import signal
 import subprocess
 import sys
 
+from emulator_probe import connect_stream
 from emulator_probe import JsonChannel
+from emulator_probe import read_frame
+from emulator_probe import read_until_barrier
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +60,30 @@ def test_the_cli_prints_its_ports_and_quits_on_set_state_3():
         process.kill()
         process.communicate()
     channel.close()
+
+
+def test_the_cli_serves_a_map_without_georeference_and_core_sweeps():
+    process = _start('--control-port', 'any', '--mode', 'core', '--lockstep', '--sweep',
+                     '--no-georeference')
+    try:
+        control_port, sensor_ports = _ready(process)
+        channel = JsonChannel(control_port)
+        sock = connect_stream(sensor_ports[0])
+        hello = json.loads(read_frame(sock)[3])
+        assert hello['georeferenced'] is False
+        assert channel.call('step', steps=12)['result'] == 1
+        frames = read_until_barrier(sock)
+        ins = [np.frombuffer(frame[3], '<f8') for frame in frames if frame[0] == 3]
+        assert len(ins) == 10
+        # The seed: values 0-6, 16-21, 30 and 31 are NaN; the fix status is -1.
+        nan = np.r_[0:7, 16:22, 30, 31]
+        assert all(np.isnan(values[nan]).all() and values[29] == -1.0 for values in ins)
+        assert all(np.isfinite(np.delete(values, nan)).all() for values in ins)
+        sock.close()
+        channel.close()
+    finally:
+        process.kill()
+        process.communicate()
 
 
 def test_sigterm_stops_the_cli_cleanly():

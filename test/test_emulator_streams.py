@@ -80,7 +80,9 @@ def test_sensor_stamps_and_payloads_follow_the_seed(lockstep_polaris):
     clocks = [frame for frame in frames if frame[0] == FrameType.CLOCK]
     step_s = float(np.float32(1 / 120))
     assert [frame[2] for frame in clocks] == [step * step_s for step in range(1, 25)]
-    assert all(struct.unpack('<d', frame[3])[0] == frame[2] for frame in clocks)
+    # The payload is the vehicle time: the stamp less one nonzero offset per agent.
+    offsets = {frame[2] - struct.unpack('<d', frame[3])[0] for frame in clocks}
+    assert len(offsets) == 1 and offsets.pop() == pytest.approx(-1000.0, abs=1e-9)
     ins = [frame for frame in frames if frame[0] == FrameType.INS]
     steps = [round(frame[2] / float(np.float32(1 / 120))) for frame in ins]
     assert len(ins) == 20 and set(np.diff(steps)) == {1, 2}

@@ -69,13 +69,65 @@ def test_ins_epochs_are_the_first_steps_at_or_after_their_due_times():
     assert sink.of(FrameType.CAMERA) == []   # core mode: no camera
 
 
-def test_the_clock_payload_is_the_time_of_its_step():
+def test_the_clock_payload_is_the_vehicle_time_a_constant_offset_from_the_stamp():
     world, sink = _world()
     world.advance(3)
     clocks = sink.of(FrameType.CLOCK)
     assert [stamp for _, _, stamp in clocks] == [world_time_s(k, 'game') for k in (1, 2, 3)]
-    assert [struct.unpack('<d', payload)[0] for _, payload, _ in clocks] == [
-        stamp for _, _, stamp in clocks]
+    offsets = {stamp - struct.unpack('<d', payload)[0] for _, payload, stamp in clocks}
+    # "The stamp is the vehicle time plus a constant offset": one offset, and not zero.
+    assert offsets == {-world.agents[0].vehicle_clock_lead_s}
+    assert world.agents[0].vehicle_clock_lead_s != 0.0
+
+
+def test_each_agent_has_its_own_nonzero_vehicle_clock_offset():
+    world = World(('polaris', 'maxxum'))
+    sinks = [Sink(), Sink()]
+    for agent, sink in zip(world.agents, sinks):
+        agent.sink = sink
+    world.advance(2)
+    offsets = [{stamp - struct.unpack('<d', payload)[0]
+                for _, payload, stamp in sink.of(FrameType.CLOCK)} for sink in sinks]
+    assert all(len(offset) == 1 for offset in offsets)
+    assert offsets[0] != offsets[1] and 0.0 not in offsets[0] | offsets[1]
+
+
+def _last_cloud(**options) -> np.ndarray:
+    """Return the cloud of step 24 of a Polaris launched towards the garage at 8 m/s."""
+    world, sink = _world(**options)
+    world.set_entity_state('polaris', (-38.7, -140.0, 0.0), (0.0, 0.0, -0.7071068, 0.7071068),
+                           speed_mps=8.0)
+    world.advance(25)
+    _, payload, _ = sink.of(FrameType.LIDAR)[-1]
+    return np.frombuffer(payload, '<f4', offset=16).reshape(1800, 32, 4)
+
+
+def test_lidar_columns_are_traced_from_the_pose_of_their_firing_time():
+    one = _last_cloud(mode='core')
+    swept = _last_cloud(mode='core', sweep=True)
+    game = _last_cloud()
+    # At 8 m/s column 0 fired 0.8 m back: the wall ahead is deeper in it than in the scan of
+    # one instant; the last column fired at the stamp and sees the same as that scan.
+    for cloud in (swept, game):
+        ahead = np.nanmedian(cloud[:10, 2:10, 0] - one[:10, 2:10, 0])
+        assert ahead == pytest.approx(0.8, abs=0.1)
+        assert np.nanmax(np.abs(cloud[-3:, :, :3] - one[-3:, :, :3])) < 0.01
+    np.testing.assert_array_equal(np.isnan(one[:, :, 0]), np.isnan(one[:, :, 1]))
+
+
+def test_without_a_georeference_the_hello_says_so_and_the_ins_has_no_geography():
+    world, sink = _world(georeferenced=False)
+    assert world.agents[0].layout['georeferenced'] is False
+    world.advance(12)
+    for _, payload, _ in sink.of(FrameType.INS):
+        values = np.frombuffer(payload, '<f8')
+        nan = np.r_[0:7, 16:22, 30, 31]
+        assert np.isnan(values[nan]).all() and values[29] == -1.0
+        assert np.isfinite(np.delete(values, nan)).all()
+    world, sink = _world()
+    world.advance(12)
+    assert all(np.isfinite(np.frombuffer(payload, '<f8')).all()
+               for _, payload, _ in sink.of(FrameType.INS))
 
 
 def test_sensor_data_do_not_depend_on_when_frames_were_wanted():

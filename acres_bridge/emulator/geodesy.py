@@ -234,6 +234,17 @@ def rpy_to_matrix(rpy_deg: Sequence[float]) -> np.ndarray:
         [-sp, cp * sr, cp * cr]])
 
 
+def rpy_to_matrices(roll: np.ndarray, pitch: np.ndarray, yaw: np.ndarray) -> np.ndarray:
+    """Return R = Rz(yaw) Ry(pitch) Rx(roll) of arrays of radians: shape (n, 3, 3)."""
+    cr, sr = np.cos(roll), np.sin(roll)
+    cp, sp = np.cos(pitch), np.sin(pitch)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    return np.stack([
+        cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
+        sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
+        -sp, cp * sr, cp * cr], axis=-1).reshape(np.shape(roll) + (3, 3))
+
+
 def matrix_to_rpy(m: np.ndarray) -> tuple[float, float, float]:
     """Return roll, pitch, yaw in degrees with R = Rz(yaw) Ry(pitch) Rx(roll)."""
     m = np.asarray(m, dtype=np.float64)

@@ -59,6 +59,10 @@ class Emulator:
     :param drive: ``loop`` (the vehicles drive slow circles) or ``hold``.
     :param render_every: render every Nth LiDAR and camera frame afresh (see ``World``); 1
         renders every frame.
+    :param sweep: core mode: trace each LiDAR column from the pose at its firing time (ACRES
+        Core's sweep option; without it a scan is from one instant). The game always sweeps.
+    :param georeferenced: false: a map without a geographic reference (the Hello says so, the
+        INS's geographic values are NaN and its fix status -1).
     :param session_dir: the folder of the default episode log paths (a new temporary folder
         when needed).
     """
@@ -67,7 +71,8 @@ class Emulator:
                  lockstep: bool = False, seed: int = 42, rate: float = 1.0,
                  control_port: int | None = 0, sensor_ports: Sequence[int | None] = (0,), *,
                  host: str = '127.0.0.1', drive: str = 'loop', render_every: int = 1,
-                 session_dir: str | None = None) -> None:
+                 session_dir: str | None = None, sweep: bool = False,
+                 georeferenced: bool = True) -> None:
         if isinstance(vehicles, str):
             vehicles = [name.strip() for name in vehicles.split(',') if name.strip()]
         if not vehicles:
@@ -76,7 +81,7 @@ class Emulator:
             raise ValueError(f'{len(sensor_ports)} sensor ports for {len(vehicles)} agents')
         self.host = require_loopback(host)
         self.world = World(vehicles, mode=mode, seed=seed, drive=drive,
-                           render_every=render_every)
+                           render_every=render_every, sweep=sweep, georeferenced=georeferenced)
         self.mode = mode
         ports = list(sensor_ports) + [0] * (len(vehicles) - len(sensor_ports))
         self.streams = [
@@ -185,6 +190,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--render-every', type=int, default=1,
                         help='render every Nth LiDAR and camera frame afresh; in between, '
                              'clouds are moved and images repeated (default 1: every frame)')
+    parser.add_argument('--sweep', action='store_true',
+                        help='core: trace each LiDAR column from the pose at its firing time '
+                             '(the game always does; without it Core scans from one instant)')
+    parser.add_argument('--no-georeference', action='store_true',
+                        help='a map without a geographic reference: the INS has no UTM, '
+                             'latitude or longitude (NaN) and a fix status of -1')
     parser.add_argument('--host', default='127.0.0.1',
                         help='the listening address: loopback only (default 127.0.0.1)')
     parser.add_argument('--session-dir', default=None,
@@ -211,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         emulator = Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
                             rate=args.rate, control_port=control_port,
                             sensor_ports=sensor_ports, host=args.host, drive=args.drive,
-                            render_every=args.render_every, session_dir=args.session_dir)
+                            render_every=args.render_every, session_dir=args.session_dir,
+                            sweep=args.sweep, georeferenced=not args.no_georeference)
     except (TransportError, ValueError) as exc:
         print(f'acres_sim_emulator: {exc}', file=sys.stderr)
         return 2

@@ -30,10 +30,19 @@ sink (the agent's sensor stream) and only while the sink has a client:
   its sweep, the camera stamp its sample time: both the time of that step. Core mode has no
   camera frames.
 
+The LiDAR sweeps for one scan period (1 / ``lidar.hz``): each column is traced from the pose at
+its firing time, interpolated between the poses of the last physics steps, as the game does;
+ACRES Core does so only with its sweep option (``sweep``) and otherwise scans from one instant.
+The Clock payload is the agent's vehicle time: the world time plus a lead of its own
+(``VEHICLE_CLOCK_LEAD_S`` x (index + 1)), so the stamp is the vehicle time plus a constant
+offset, as the seed says. Without a georeference (``georeferenced`` false) the Hello says so and
+the INS values of the geographic reference are NaN, the fix status -1.
+
 The random numbers of a frame come from ``(seed, agent index, sensor, step)``, so the data do not
 depend on when a client connected.
 """
 
+from collections import deque
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +61,8 @@ from acres_bridge.emulator.sensors.camera import camera_image
 from acres_bridge.emulator.sensors.ins import ins_values
 from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.emulator.sensors.layouts import shifted_layout
+from acres_bridge.emulator.sensors.lidar import column_offsets_s
+from acres_bridge.emulator.sensors.lidar import ColumnPoses
 from acres_bridge.emulator.sensors.lidar import lidar_scan
 from acres_bridge.emulator.sensors.poses import NAMED_POSES
 from acres_bridge.emulator.sensors.poses import Pose
@@ -71,6 +82,10 @@ PHYSICS_HZ = 120
 GAME_STEP_S = float(np.float32(1.0 / PHYSICS_HZ))
 MAP_NAME = 'V03ACRE'
 MAX_TELEPORT_SPEED_MPS = 8.0
+# How far each agent's vehicle clock runs ahead of the world's, per agent number (1, 2, ...).
+VEHICLE_CLOCK_LEAD_S = 1000.0
+# The physics steps of pose history kept for a LiDAR sweep (a sweep of 0.1 s spans 12).
+_HISTORY_STEPS = 32
 
 # The autopilot: cruise speed (m/s), circle radius (m), acceleration (m/s^2).
 _CRUISE_MPS = {'polaris': 2.0, 'maxxum': 1.5}
@@ -189,6 +204,8 @@ class Agent:
     sink: SensorSink | None = None
     schedules: dict[int, _Schedule] = field(default_factory=dict)
     last_scan: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # cloud, R, origin
+    # (world time, x, y, z, roll, pitch, yaw) of the last physics steps, for the LiDAR sweep.
+    history: deque = field(default_factory=lambda: deque(maxlen=_HISTORY_STEPS))
     last_image: bytes | None = None
     frames_rendered: dict[int, int] = field(default_factory=dict)
 
@@ -201,6 +218,11 @@ class Agent:
         return {'linear': [self.speed_mps * math.cos(self.yaw),
                            self.speed_mps * math.sin(self.yaw), 0.0],
                 'angular': [0.0, 0.0, self.yaw_rate]}
+
+    @property
+    def vehicle_clock_lead_s(self) -> float:
+        """How far the vehicle time runs ahead of the world time: stamp = vehicle - lead."""
+        return VEHICLE_CLOCK_LEAD_S * (self.index + 1)
 
     def pose(self) -> dict[str, list[float]]:
         """Return the pose of base_footprint in the world frame."""
@@ -243,11 +265,15 @@ class World:
     :param render_every: the scene models render every Nth LiDAR and camera frame afresh; in
         between, a cloud is the last one moved to the sensor's new pose and an image repeats
         the last one. 1 (every frame) is the faithful default; more trades fidelity for speed.
+    :param sweep: core mode: trace each LiDAR column from the pose at its firing time (ACRES
+        Core's sweep option); without it a scan is from one instant. The game always sweeps.
+    :param georeferenced: whether the map has a geographic reference (see the module).
     """
 
     def __init__(self, vehicles: Sequence[str] = ('polaris',), *, mode: str = 'game',
                  seed: int = 42, drive: str = 'loop', render_every: int = 1,
-                 start_utc: datetime.datetime | None = None) -> None:
+                 start_utc: datetime.datetime | None = None, sweep: bool = False,
+                 georeferenced: bool = True) -> None:
         if mode not in ('game', 'core'):
             raise ValueError(f'mode must be game or core, not {mode!r}')
         if drive not in ('loop', 'hold'):
@@ -268,6 +294,8 @@ class World:
         if render_every < 1:
             raise ValueError(f'render_every must be 1 or more, got {render_every}')
         self.render_every = render_every
+        self.sweep = mode == 'game' or bool(sweep)
+        self.georeferenced = bool(georeferenced)
         self._bit_generator = np.random.PCG64(seed)
         self._generator = np.random.Generator(self._bit_generator)
         self.agents: list[Agent] = []
@@ -289,7 +317,8 @@ class World:
                 raise ValueError('ACRES Core has only Polaris agents')
             same = sum(1 for agent in self.agents if agent.vehicle == vehicle)
             name = vehicle if same == 0 else f'{vehicle}_{same}'
-            layout = hello_layout(vehicle, name, mode=self.mode)
+            layout = hello_layout(vehicle, name, mode=self.mode,
+                                  georeferenced=self.georeferenced)
             x, y, yaw = spawn_poses[index % len(spawn_poses)]
             # Agents that share a spawn place stand side by side.
             offset = 6.0 * (index // len(spawn_poses))
@@ -308,6 +337,7 @@ class World:
 
     def _place(self, agent: Agent, x: float, y: float, yaw: float, speed_mps: float) -> None:
         agent.x, agent.y, agent.yaw = x, y, yaw
+        agent.history.clear()   # a teleport: no sweep across the jump
         agent.speed_mps = speed_mps
         agent.accel_mps2 = 0.0
         agent.yaw_rate = self._yaw_rate(agent) if self.drive == 'loop' else 0.0
@@ -390,6 +420,9 @@ class World:
                 self._mark_ground(agent)
         time_s = self.time_s
         for agent in self.agents:
+            agent.history.append((time_s, agent.x, agent.y, agent.z, agent.roll, agent.pitch,
+                                  agent.yaw))
+        for agent in self.agents:
             if agent.sink is not None and agent.sink.has_client:
                 self._emit(agent, time_s)
         if self.episode_log is not None:
@@ -419,7 +452,8 @@ class World:
     def _emit(self, agent: Agent, time_s: float) -> None:
         sink = agent.sink
         step = self.step
-        sink.queue(FrameType.CLOCK, encode_clock_payload(time_s), time_s)
+        sink.queue(FrameType.CLOCK, encode_clock_payload(time_s + agent.vehicle_clock_lead_s),
+                   time_s)
         due = [sensor for sensor in (_SENSOR_INS, _SENSOR_CAMERA, _SENSOR_LIDAR)
                if agent.schedules[sensor].due(step)]
         if not due:
@@ -460,7 +494,8 @@ class World:
         origin = pose.position + pose.rotation @ np.asarray(lidar['position_flu_m'], float)
         if self._render_now(agent, _SENSOR_LIDAR) or agent.last_scan is None:
             cloud = lidar_scan(layout, pose, self._seen_by(agent), self.terrain,
-                               rng=self._rng(agent, _SENSOR_LIDAR))
+                               rng=self._rng(agent, _SENSOR_LIDAR),
+                               sweep=self._column_poses(agent, lidar) if self.sweep else None)
             agent.last_scan = (cloud, rotation, origin)
             return encode_lidar_payload(cloud)
         # Between fresh scans: the last cloud moved into the sensor's new pose (a static world).
@@ -478,6 +513,16 @@ class World:
             moved[:, axis] = work
         moved[:, 3] = points[:, 3]
         return encode_lidar_payload(moved.reshape(cloud.shape))
+
+    def _column_poses(self, agent: Agent, lidar: dict[str, Any]) -> ColumnPoses:
+        """Return the pose of each column's firing time, interpolated in the pose history."""
+        history = np.array(agent.history)
+        times = history[-1, 0] + column_offsets_s(lidar, 1.0 / float(lidar['hz']))
+        x, y, z, roll, pitch = (np.interp(times, history[:, 0], history[:, k])
+                                for k in range(1, 6))
+        yaw = np.interp(times, history[:, 0], np.unwrap(history[:, 6]))
+        return ColumnPoses(np.stack([x, y, z], axis=1),
+                           geodesy.rpy_to_matrices(roll, pitch, yaw))
 
     def _seen_by(self, agent: Agent) -> list[SeenProp]:
         """Return what the sensors of an agent see: the props and the other agents."""

@@ -16,7 +16,11 @@
 The LiDAR model: a ray cast of every beam of a scan on the ground, the fields and the solids.
 
 Column 0 looks straight ahead, the columns follow ``azimuth_order`` with 360 / columns degrees
-each, all beams of a scan at one instant; ring elevations are ``lidar_elevations_deg``.
+each; ring elevations are ``lidar_elevations_deg``. Without a sweep all beams of a scan leave
+from one pose (ACRES Core without its sweep option). With one (:class:`ColumnPoses`, the game
+and Core's ``--sweep``), each column is traced from the pose at its firing time
+(:func:`column_offsets_s`, the LiDAR dataset's rule) and its points are in the sensor frame of
+that instant, as the seed states.
 Speed: the ground is a plane (one division per beam), the surface under a hit comes from a
 raster, and each solid is culled to the block of beams that may see it.
 """
@@ -116,14 +120,54 @@ def lidar_beam_directions(layout: dict[str, Any]) -> np.ndarray:
     return table.directions.reshape(table.columns, table.rings, 3).copy()
 
 
+def column_offsets_s(lidar: dict[str, Any], sweep_s: float) -> np.ndarray:
+    """
+    Return the firing time of each column relative to the scan's stamp (the sweep's end), <= 0.
+
+    The head turns clockwise: in the cw order column c fires (columns - 1 - c) / columns x
+    ``sweep_s`` before the stamp (column 0, straight ahead, first); a ccw column c is the beam
+    of cw column (columns - c) mod columns.
+    """
+    columns = int(lidar['columns'])
+    index = np.arange(columns)
+    if str(lidar.get('azimuth_order', 'cw')) == 'ccw':
+        index = (columns - index) % columns
+    return (index - (columns - 1)) * (float(sweep_s) / columns)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ColumnPoses:
+    """
+    The pose of base_footprint at the firing time of each column of a scan.
+
+    :ivar positions: (columns, 3) world positions, metres.
+    :ivar rotations: (columns, 3, 3) rotations body -> world.
+    """
+
+    positions: np.ndarray
+    rotations: np.ndarray
+
+    def sensor_frames(self, mount_rotation: np.ndarray,
+                      mount_position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the rotations sensor -> world and the world origins of the sensor."""
+        # As (columns x 3, 3) matrices: one BLAS product instead of a stack of small ones.
+        rows = self.rotations.reshape(-1, 3)
+        return ((rows @ mount_rotation).reshape(self.rotations.shape),
+                self.positions + (rows @ mount_position).reshape(self.positions.shape))
+
+
 def _lidar_blocks(table: _LidarTable, solids: SolidSet, rotation: np.ndarray,
-                  origin: np.ndarray) -> list[tuple[int, list[tuple[int, int]], slice]]:
+                  origin: np.ndarray, *, slack_m: float = 0.0,
+                  slack_rad: float = 0.0) -> list[tuple[int, list[tuple[int, int]], slice]]:
     """
     Return the solids within range and the beams that may hit each one.
 
     Each item is (index, column ranges [start, stop), ring slice). The azimuths come from the
     corners of the solid's box in the sensor frame (exact for a box seen from outside), the
     elevations from its heights and its nearest and farthest horizontal distance.
+
+    :param slack_m: how far the sensor moves from ``origin`` during the scan (a sweep).
+    :param slack_rad: how far it turns from ``rotation``; both widen the blocks.
     """
     offsets = solids.centers - origin
     gap = np.sqrt(np.einsum('ij,ij->i', offsets, offsets)) - solids.radii
@@ -141,7 +185,9 @@ def _lidar_blocks(table: _LidarTable, solids: SolidSet, rotation: np.ndarray,
     closest = np.maximum(distance - reach, 0.05)
     farthest = distance + reach
     top, bottom = corner[..., 2].max(axis=1), corner[..., 2].min(axis=1)
-    margin = math.radians(0.5)
+    # The sensor's travel turns the directions to a solid by at most asin(travel / distance).
+    slack = slack_rad + np.arcsin(np.fmin(slack_m / closest, 1.0))
+    margin = math.radians(0.5) + slack
     high = np.arctan2(top, np.where(top > 0.0, closest, farthest)) + margin
     low = np.arctan2(bottom, np.where(bottom < 0.0, closest, farthest)) - margin
     # Ring elevations fall from ring 0 on.
@@ -158,6 +204,11 @@ def _lidar_blocks(table: _LidarTable, solids: SolidSet, rotation: np.ndarray,
         low_turn, high_turn = float(turn[k].min()), float(turn[k].max())
         if high_turn - low_turn >= math.pi:
             # The sensor is above or inside the footprint: every azimuth.
+            blocks.append((index, [(0, table.columns)], rings))
+            continue
+        low_turn -= float(slack[k])
+        high_turn += float(slack[k])
+        if high_turn - low_turn >= math.pi:
             blocks.append((index, [(0, table.columns)], rings))
             continue
         ends = sorted((sign * (middle[k] + low_turn) / step,
@@ -178,47 +229,53 @@ def _lidar_blocks(table: _LidarTable, solids: SolidSet, rotation: np.ndarray,
 
 @np.errstate(invalid='ignore', divide='ignore', over='ignore')
 def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
-               terrain: Terrain, *, rng: np.random.Generator) -> np.ndarray:
+               terrain: Terrain, *, rng: np.random.Generator,
+               sweep: ColumnPoses | None = None) -> np.ndarray:
     """
     Return one organised LiDAR cloud: (columns, rings, 4) float32 x, y, z, intensity.
 
-    The points are in the sensor frame (FLU at the mount pose of ``layout['lidar']``). A beam
-    without a return within ``range_m`` has NaN x, y, z and intensity 0; the intensity of a
-    return is a reflectivity byte (an integer 1..255) from the surface and the incidence.
+    The points are in the sensor frame (FLU at the mount pose of ``layout['lidar']``) at the
+    firing time of their column. A beam without a return within ``range_m`` has NaN x, y, z
+    and intensity 0; the intensity of a return is a reflectivity byte (an integer 1..255) from
+    the surface and the incidence.
 
-    :param body_pose: the pose of base_footprint.
+    :param body_pose: the pose of base_footprint (at the stamp, the end of the sweep).
     :param props: the entities to see (not the sensing vehicle itself).
+    :param sweep: the pose of each column's firing time; None: every column from ``body_pose``.
     :raises ValueError: when the layout has no enabled LiDAR.
     """
     lidar = enabled_section(layout, 'lidar')
     table = _lidar_table(lidar)
-    rotation, origin_v = mount_in_world(body_pose, *mount(lidar))
+    mount_rotation, mount_position = mount(lidar)
+    rotation, origin_v = mount_in_world(body_pose, mount_rotation, mount_position)
     origin = tuple(float(v) for v in origin_v)
-    r = rotation.tolist()
     beams = table.columns * table.rings
-    range_m = table.range_m
-    dx = np.empty(beams, np.float32)
-    dy = np.empty(beams, np.float32)
-    dz = np.empty(beams, np.float32)
+    rays = tuple(np.empty(beams, np.float32) for _ in range(3))
     t = np.empty(beams, np.float32)
     reflect = np.empty(beams, np.float32)
-    for part in table.chunks:
-        sx, sy, sz = table.sx[part], table.sy[part], table.sz[part]
-        for row, out in zip(r, (dx[part], dy[part], dz[part])):
-            np.multiply(sx, row[0], out=out)
-            out += row[1] * sy
-            out += row[2] * sz
-        cx, cy, cz = dx[part], dy[part], dz[part]
-        tg = ground_hits(terrain, origin, cx, cy, cz, range_m)
-        t[part] = tg
-        surface = terrain.surface_classes(origin[0] + tg * cx, origin[1] + tg * cy)
-        # Near-level ground: the incidence cosine is the beam's downward component.
-        np.multiply(np.take(SURFACE_REFLECTIVITY, surface), 0.3 + 0.7 * np.abs(cz),
-                    out=reflect[part])
+    row_origins = None
+    slack_m = slack_rad = 0.0
+    if sweep is None:
+        _trace_ground(table, terrain, rotation.tolist(), origin, rays, t, reflect)
+    else:
+        rotations, origins = sweep.sensor_frames(mount_rotation, mount_position)
+        if rotations.shape != (table.columns, 3, 3):
+            raise ValueError(f'a sweep of {len(rotations)} poses for {table.columns} columns')
+        row_origins = tuple(np.ascontiguousarray(origins[:, k], np.float32) for k in range(3))
+        _trace_ground_sweep(table, terrain, rotations.astype(np.float32), row_origins, rays,
+                            t, reflect)
+        # The blocks of the solids from the middle of the sweep, widened by the motion.
+        middle = table.columns // 2
+        rotation, origin_v = rotations[middle], origins[middle]
+        slack_m = float(np.linalg.norm(origins - origin_v, axis=1).max())
+        cosine = (np.einsum('cij,ij->c', rotations, rotation) - 1.0) / 2.0
+        slack_rad = float(np.arccos(np.clip(cosine, -1.0, 1.0)).max())
+    dx, dy, dz = rays
     grid = (table.columns, table.rings)
     solids = solid_set(terrain, props)
     picks = [(index, (slice(start, stop), rings))
-             for index, columns, rings in _lidar_blocks(table, solids, rotation, origin_v)
+             for index, columns, rings in _lidar_blocks(table, solids, rotation, origin_v,
+                                                        slack_m=slack_m, slack_rad=slack_rad)
              for start, stop in columns]
     reflectivity = solids.reflectivity
 
@@ -227,13 +284,13 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
         return [np.take(reflectivity, solid) * (0.3 + 0.7 * cosine)]
 
     cast_solids(solids, picks, origin, (dx.reshape(grid), dy.reshape(grid), dz.reshape(grid)),
-                t.reshape(grid), [reflect.reshape(grid)], shade)
+                t.reshape(grid), [reflect.reshape(grid)], shade, row_origins=row_origins)
     noise = table.noise[int(rng.integers(0, beams)):][:beams]
     jitter = table.noise[int(rng.integers(0, beams)):][:beams]
     out = np.empty((beams, 4), np.float32)
     for part in table.chunks:
         tk = t[part]
-        valid = ((tk >= MIN_RANGE_M) & (tk <= range_m)).astype(np.float32)
+        valid = ((tk >= MIN_RANGE_M) & (tk <= table.range_m)).astype(np.float32)
         # sqrt(0) = 0 for a return, sqrt(-1) = NaN for none: NaN coordinates without a branch.
         distance = np.sqrt(valid - ONE)
         distance += tk
@@ -245,3 +302,47 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
         np.rint(np.fmin(np.fmax(intensity, 1.0), 255.0), out=intensity)
         np.multiply(intensity, valid, out=out[part, 3])
     return out.reshape(table.columns, table.rings, 4)
+
+
+def _trace_ground(table: _LidarTable, terrain: Terrain, r: list[list[float]],
+                  origin: tuple[float, float, float], rays: tuple[np.ndarray, ...],
+                  t: np.ndarray, reflect: np.ndarray) -> None:
+    """Fill the world directions, the ground's ray parameters and reflectivity from one pose."""
+    dx, dy, dz = rays
+    for part in table.chunks:
+        sx, sy, sz = table.sx[part], table.sy[part], table.sz[part]
+        for row, out in zip(r, (dx[part], dy[part], dz[part])):
+            np.multiply(sx, row[0], out=out)
+            out += row[1] * sy
+            out += row[2] * sz
+        cx, cy, cz = dx[part], dy[part], dz[part]
+        tg = ground_hits(terrain, origin, cx, cy, cz, table.range_m)
+        t[part] = tg
+        surface = terrain.surface_classes(origin[0] + tg * cx, origin[1] + tg * cy)
+        # Near-level ground: the incidence cosine is the beam's downward component.
+        np.multiply(np.take(SURFACE_REFLECTIVITY, surface), 0.3 + 0.7 * np.abs(cz),
+                    out=reflect[part])
+
+
+def _trace_ground_sweep(table: _LidarTable, terrain: Terrain, rotations: np.ndarray,
+                        row_origins: tuple[np.ndarray, ...], rays: tuple[np.ndarray, ...],
+                        t: np.ndarray, reflect: np.ndarray) -> None:
+    """Fill the same as :func:`_trace_ground`, each column from its own sensor pose."""
+    rings = table.rings
+    for part in table.chunks:
+        columns = slice(part.start // rings, part.stop // rings)
+        shape = (columns.stop - columns.start, rings)
+        sx, sy, sz = (a[part].reshape(shape) for a in (table.sx, table.sy, table.sz))
+        r = rotations[columns]
+        outputs = tuple(a[part].reshape(shape) for a in rays)
+        for i, out in enumerate(outputs):
+            np.multiply(sx, r[:, i, 0, None], out=out)
+            out += r[:, i, 1, None] * sy
+            out += r[:, i, 2, None] * sz
+        cx, cy, cz = outputs
+        ox, oy, oz = (a[columns, None] for a in row_origins)
+        tg = ground_hits(terrain, (ox, oy, oz), cx, cy, cz, table.range_m)
+        t[part] = tg.reshape(-1)
+        surface = terrain.surface_classes(ox + tg * cx, oy + tg * cy)
+        np.multiply(np.take(SURFACE_REFLECTIVITY, surface), 0.3 + 0.7 * np.abs(cz),
+                    out=reflect[part].reshape(shape))

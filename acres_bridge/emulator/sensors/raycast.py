@@ -36,13 +36,18 @@ FAR = np.float32(1.0e6)
 ONE = np.float32(1.0)
 
 
-def ground_hits(terrain: Terrain, origin: tuple[float, float, float], dx: np.ndarray,
-                dy: np.ndarray, dz: np.ndarray, t_max: float) -> np.ndarray:
-    """Return the ray parameter of the ground hit (a plane), FAR where none within t_max."""
+def ground_hits(terrain: Terrain, origin: tuple, dx: np.ndarray, dy: np.ndarray,
+                dz: np.ndarray, t_max: float) -> np.ndarray:
+    """
+    Return the ray parameter of the ground hit (a plane), FAR where none within t_max.
+
+    :param origin: x, y, z of the rays' origin: floats, or float32 arrays that broadcast with
+        the directions (one origin per ray or per row of rays).
+    """
     ox, oy, oz = origin
-    h0, gx, gy = (float(v) for v in terrain.height_and_gradient(ox, oy))
-    descent = gx * dx + gy * dy - dz
-    t = np.float32(oz - h0) / descent
+    h0, gx, gy = terrain.height_and_gradient(ox, oy)
+    descent = float(gx) * dx + float(gy) * dy - dz
+    t = np.asarray(oz - h0, np.float32) / descent
     return or_far(np.fmin(np.fmax(t, 0.0), FAR), (descent > 1e-6) & (t <= t_max) & (t > 0.0))
 
 
@@ -123,7 +128,8 @@ _BATCH_BLOCK = 2048
 
 def cast_solids(solids: SolidSet, picks: list[tuple[int, tuple[slice, slice]]],
                 origin: tuple[float, float, float], rays: tuple[np.ndarray, ...],
-                t: np.ndarray, outputs: list[np.ndarray], shade) -> None:
+                t: np.ndarray, outputs: list[np.ndarray], shade,
+                row_origins: tuple[np.ndarray, ...] | None = None) -> None:
     """
     Cast blocks of rays against solids; where a solid is the nearest hit, shade the ray.
 
@@ -134,6 +140,8 @@ def cast_solids(solids: SolidSet, picks: list[tuple[int, tuple[slice, slice]]],
     :param outputs: contiguous 2-D arrays of the grid that ``shade`` writes.
     :param shade: ``shade(solid, t, dx, dy, dz, nx, ny, nz) -> values``, one value array per
         output; ``solid`` is a solid index or an array of them, one per ray.
+    :param row_origins: x, y, z float32 arrays with one origin per row of the grid, for rays
+        that leave from a moving sensor (a LiDAR sweep); ``origin`` is then not used.
     """
     width = t.shape[1]
     cast = []
@@ -145,7 +153,8 @@ def cast_solids(solids: SolidSet, picks: list[tuple[int, tuple[slice, slice]]],
         if count > _BATCH_BLOCK:
             directions = tuple(a[block] for a in rays)
             params = tuple(float(v) for v in getattr(solids, kind)[index])
-            cast.append((block, index, directions) + _KERNELS[kind](params, origin,
+            start = origin if row_origins is None else tuple(a[rows, None] for a in row_origins)
+            cast.append((block, index, directions) + _KERNELS[kind](params, start,
                                                                     *directions))
         elif count > 0:
             batches[kind][0].append((np.arange(rows.start, rows.stop)[:, None] * width
@@ -159,7 +168,11 @@ def cast_solids(solids: SolidSet, picks: list[tuple[int, tuple[slice, slice]]],
             table = getattr(solids, kind)[solid]
             params = tuple(table[:, k] for k in range(table.shape[1]))
             directions = tuple(np.take(a.reshape(-1), target) for a in rays)
-            cast.append((target, solid, directions) + _KERNELS[kind](params, origin,
+            start = origin
+            if row_origins is not None:
+                rows_of_target = target // width
+                start = tuple(np.take(a, rows_of_target) for a in row_origins)
+            cast.append((target, solid, directions) + _KERNELS[kind](params, start,
                                                                      *directions))
     for target, _, _, ts, *_ in cast:
         if isinstance(target, tuple):
