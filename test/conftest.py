@@ -44,15 +44,24 @@ def ros_distro() -> str:
     return {3: 'humble', 4: 'iron', 7: 'jazzy', 9: 'kilted'}.get(major, fallback)
 
 
+def local_discovery(environ: dict[str, str]) -> dict[str, str]:
+    """
+    Keep DDS discovery on this host in an environment (changed in place and returned).
+
+    Humble knows only ROS_LOCALHOST_ONLY; later distributions read the range, and Jazzy warns
+    on stderr of every process that ROS_LOCALHOST_ONLY is deprecated, so it is removed there.
+    Use it for the environment of a child process: ``local_discovery(dict(os.environ))``.
+    """
+    environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    if ros_distro() == 'humble':
+        environ['ROS_LOCALHOST_ONLY'] = '1'
+    else:
+        environ.pop('ROS_LOCALHOST_ONLY', None)
+    return environ
+
+
 # Set before any test module imports rclpy (conftest.py is imported first).
-os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-if ros_distro() == 'humble':
-    # Humble knows only ROS_LOCALHOST_ONLY.
-    os.environ['ROS_LOCALHOST_ONLY'] = '1'
-else:
-    # Later distributions read the range above, and Jazzy warns on stderr of every process
-    # that ROS_LOCALHOST_ONLY is deprecated.
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+local_discovery(os.environ)
 os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
 
 

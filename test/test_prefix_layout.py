@@ -80,7 +80,9 @@ def test_the_ament_index_finds_every_launch_and_config_file(ament_prefix):
         assert directory.is_dir() and not directory.is_symlink(), f'{directory}'
         expected = {path.name for pattern in patterns for path in (ROOT / name).glob(pattern)}
         assert expected, f'no {patterns} in {ROOT / name}'
-        assert _walked(directory) >= expected
+        missing = expected - _walked(directory)
+        assert not missing, (f'{sorted(missing)} of {ROOT / name} are not in {directory}: run '
+                             'python3 tools/bootstrap.py, which links new files')
     assert (share / 'package.xml').read_bytes() == (ROOT / 'package.xml').read_bytes()
 
 
