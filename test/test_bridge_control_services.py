@@ -30,6 +30,7 @@ import time
 
 from acres_interfaces.srv import Hello
 import pytest
+from sim_control_graph import ControlGraph
 from sim_control_graph import graph_fixtures
 from sim_control_graph import Requests
 from simulation_interfaces.msg import EntityCategory
@@ -47,12 +48,14 @@ from simulation_interfaces.srv import SpawnEntities
 from simulation_interfaces.srv import SpawnEntity
 
 from acres_bridge.conversions.simulation import detect_shape
+from acres_bridge.emulator.faults import free_port
 
 pytestmark = pytest.mark.ros
 
 SHAPE = detect_shape()
 OK = Result.RESULT_OK
 UNSUPPORTED = Result.RESULT_FEATURE_UNSUPPORTED
+FAILED = Result.RESULT_OPERATION_FAILED
 TIMEOUT_S = 3.0
 SRV = importlib.import_module('simulation_interfaces.srv')
 # Every service type of the installed package: the classes with a Request and a Response (the
@@ -125,6 +128,36 @@ def test_every_service_type_is_served_and_answers_in_time_with_a_result_code(gra
     assert result.result in codes_of(srv_type.Response), result
     if result.result != OK:
         assert result.error_message, f'{name} answered {result.result} without a reason'
+
+
+@pytest.fixture(scope='module')
+def unconnected():
+    graph = ControlGraph(free_port(), parameters={'timeout_s': TIMEOUT_S, 'reconnect_s': 0.05})
+    yield graph
+    graph.close()
+
+
+@pytest.mark.parametrize('type_name', SERVICE_TYPES)
+def test_with_the_channel_down_every_service_still_answers_at_once(unconnected, type_name):
+    srv_type = getattr(SRV, type_name)
+    request = srv_type.Request()
+    if type_name == 'SpawnEntities':     # one spawn, so that one request meets the channel
+        request.spawn_requests = [_spawn('down_cone', 'prop:cone', 0.0, 0.0)]
+    started = time.monotonic()
+    response = unconnected.call(srv_type, ros_name(type_name), request)
+    # At once: the node does not wait for the time-out of a request it could not send.
+    assert time.monotonic() - started < TIMEOUT_S
+    if type_name == 'GetSimulatorFeatures':
+        assert list(response.features.features) == []
+        assert json.loads(response.features.custom_info)['result'] == FAILED
+        return
+    expected = UNSUPPORTED if type_name in REFUSED else FAILED
+    if type_name == 'SpawnEntities':
+        expected = SpawnEntities.Response.ENTITIES_SPAWN_FAILED
+        assert response.results[0].result.result == FAILED
+        assert 'not connected' in response.results[0].result.error_message
+    assert response.result.result == expected, response.result
+    assert response.result.error_message
 
 
 @pytest.mark.parametrize('type_name', REFUSED)

@@ -270,6 +270,10 @@ class SimControlNode(Node):
                 await handler(request, response)
             except ReplyError as exc:
                 response.result = failed_result(f'malformed {op} reply: {exc}')
+            except Exception as exc:  # noqa: B902 - every call is answered, none left waiting
+                self.get_logger().error(f'{name} failed: {exc!r}')
+                if hasattr(response, 'result'):
+                    response.result = failed_result(f'{name} failed in the bridge: {exc!r}')
             return response
 
         self.served.append(name)
@@ -313,6 +317,8 @@ class SimControlNode(Node):
         if reply.get('result') != RESULT_OK:
             return
         with self._hello_lock:
+            if _session_of(self._hello) != _session_of(reply):
+                self._spawned.clear()       # another simulator session: other entities
             self._hello = reply
         if self._on_hello is not None:
             self._on_hello(reply)
@@ -539,6 +545,7 @@ class SimControlNode(Node):
         # The names as get_entities gives them, then every state requested at once (the
         # replies come in the order of the requests).
         names = await self._get_entities(request, response)
+        response.entities = []
         if names is None:
             return
         waiting = [(name, self._send('get_entity_state', entity=name)) for name in names]
@@ -674,6 +681,12 @@ class SimControlNode(Node):
             fill_message(response, reply, skip=('result',))
         else:
             fill(reply, response)
+
+
+def _session_of(hello: Reply | None) -> Any:
+    """Return what tells one simulator session from another: the start of its episode_id."""
+    episode_id = (hello or {}).get('episode_id')
+    return episode_id.split('-')[0] if isinstance(episode_id, str) else None
 
 
 def _type_name(name: str) -> str:
