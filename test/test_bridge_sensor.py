@@ -208,7 +208,7 @@ def test_one_lockstep_step_of_the_polaris_reaches_every_topic_field_by_field(
     assert barrier.header.stamp == stamp_to_time(barrier_frame.header.stamp_s)
     assert barrier.header.stamp == stamp_to_time(reply['time_s'])
     assert bridge.node.bridge.last_barrier == (12, barrier_frame.header.stamp_s)
-    assert bridge.node.bridge.wait_for_barrier(12, 0.0)
+    assert bridge.node.bridge.barriers.future(12).done()
 
     static = bridge.recorder.wait_for('/tf_static', lambda m: len(m.transforms) == 6)
     tree = _tree(static)

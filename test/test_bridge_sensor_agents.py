@@ -20,6 +20,7 @@ agent under the agent's namespace with the agent's frame prefix, ``/clock`` from
 only, one ``/tf_static`` and one ``/diagnostics`` for all.
 """
 
+import concurrent.futures
 import threading
 
 from emulator_probe import JsonChannel
@@ -34,14 +35,15 @@ from sensor_bridge_graph import wait_matched
 from sensor_bridge_graph import wait_until
 
 from acres_bridge.conversions.clock import stamp_to_time
+from acres_bridge.nodes.lockstep import Lockstep
 from acres_bridge.nodes.parameters import sensor_bridge_parameters_from_values
-from acres_bridge.nodes.sensor_bridge import barriers_future
 from acres_bridge.nodes.sensor_bridge import SensorBridge
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
-from acres_bridge.nodes.sensor_bridge import SharedPublishers
-from acres_bridge.nodes.sensor_bridge import wait_for_barriers
+from acres_bridge.nodes.shared_publishers import SharedPublishers
+from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import ClockFrame
 from acres_bridge.protocol.frames import HelloFrame
+from acres_bridge.protocol.frames import LidarFrame
 
 pytestmark = pytest.mark.ros
 AGENTS = ('polaris', 'maxxum')
@@ -129,51 +131,58 @@ def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(sessio
         f'127.0.0.1:{port}' for port in emulator.sensor_ports]
 
 
-def test_the_lockstep_hook_tells_when_every_stream_published_its_barrier(session):
+def _lockstep(node, bridges, barrier_timeout_s: float = 30.0) -> tuple[Lockstep, list]:
+    lockstep = Lockstep(node, barrier_timeout_s=barrier_timeout_s, ack_timeout_s=10.0)
+    streams = [lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
+               for bridge in bridges]
+    return lockstep, streams
+
+
+def test_lockstep_tells_when_every_stream_published_its_barrier_and_was_acknowledged(session):
     emulator, node, bridges, taps, recorder, spinning = session
     channel = JsonChannel(emulator.control_port)
-    seen: dict[str, list[tuple[int, float]]] = {agent: [] for agent in AGENTS}
-    lock = threading.Lock()
+    lockstep, streams = _lockstep(node, bridges)
+    try:
+        pending = lockstep.step_delivered(12, streams)
+        assert not pending.done()
+        reply = channel.call('step', steps=12)
+        assert reply['result'] == 1 and reply['barrier'] == 12
+        report = pending.result(timeout=15.0)
+        assert report.step == 12 and report.warning is None and report.late == {}
+        assert [stream.stream for stream in report.streams] == list(AGENTS)
+        assert [bridge.last_barrier[0] for bridge in bridges] == [12, 12]
+        # The barrier comes after every frame of the step (test_lockstep_delivery.py checks
+        # that a reader in another process has them all when a step answers).
+        for agent in AGENTS:
+            kinds = [type(frame) for frame in taps[agent].frames]
+            assert kinds[-1] is BarrierFrame and kinds.count(LidarFrame) == 1
+        recorder.wait_counts(_counts(1))
 
-    def listener(agent: str):
-        def on_barrier(step: int, stamp_s: float) -> None:
-            # Everything of the step is out before its barrier: count the clouds published.
-            clouds = bridges[AGENTS.index(agent)].stats['by_type']['lidar']['published']
-            with lock:
-                seen[agent].append((step, stamp_s, clouds))
-        return on_barrier
-    for agent, bridge in zip(AGENTS, bridges):
-        bridge.add_barrier_callback(listener(agent))
+        # A step already published completes at once; a later one when its barrier comes.
+        assert lockstep.step_delivered(12, streams).result(timeout=15.0).step == 12
+        later = lockstep.step_delivered(24, streams[1:])
+        assert not later.done()
+        assert channel.call('step', steps=12)['result'] == 1
+        assert later.result(timeout=15.0).streams[0].stream == 'maxxum'
+    finally:
+        lockstep.destroy()
 
-    pending = barriers_future(bridges, 12, timeout_s=30.0)
-    assert not pending.done()
-    assert not wait_for_barriers(bridges, 12, timeout_s=0.05)
-    reply = channel.call('step', steps=12)
-    assert reply['result'] == 1 and reply['barrier'] == 12
-    assert pending.result(timeout=15.0) == 12
-    assert wait_for_barriers(bridges, 12, timeout_s=0.0)
-    assert [bridge.last_barrier[0] for bridge in bridges] == [12, 12]
-    with lock:
-        assert seen == {agent: [(12, reply['time_s'], 1)] for agent in AGENTS}
-    assert recorder.wait_for('/polaris/step_barrier', lambda m: m.step == 12)
-    assert recorder.wait_for('/maxxum/step_barrier', lambda m: m.step == 12)
-
-    # A step already published completes at once; a later one when its barrier comes.
-    assert bridges[1].barrier_future(12).done()
-    later = bridges[1].barrier_future(24)
-    assert not later.done()
-    assert channel.call('step', steps=12)['result'] == 1
-    assert later.result(timeout=15.0) == 24
-
-    # A barrier that never comes fails with the streams that lack it.
-    with pytest.raises(TimeoutError, match='no barrier of step 999 within 0.2 s on the sensor '
-                                           'stream of maxxum, polaris'):
-        barriers_future(bridges, 999, timeout_s=0.2).result(timeout=15.0)
-    cancelled = bridges[0].barrier_future(36)
-    assert cancelled.cancel()
-    assert channel.call('step', steps=12)['result'] == 1
-    assert wait_for_barriers(bridges, 36, timeout_s=15.0)
-    assert cancelled.cancelled()
+    # A barrier that never comes fails with every stream that lacks it.
+    lockstep, streams = _lockstep(node, bridges, barrier_timeout_s=0.2)
+    try:
+        with pytest.raises(TimeoutError, match='no barrier of step 999 within 0.2 s on the '
+                                               'sensor stream of maxxum, polaris'):
+            lockstep.step_delivered(999, streams).result(timeout=15.0)
+        cancelled = bridges[0].barriers.future(36)
+        assert cancelled.cancel()
+        assert channel.call('step', steps=12)['result'] == 1
+        assert bridges[1].barriers.future(36).result(timeout=15.0) == 36
+        assert cancelled.cancelled()
+        assert lockstep.stats['failed_steps'] == 1
+    finally:
+        lockstep.destroy()
+    with pytest.raises(concurrent.futures.CancelledError):
+        cancelled.result(timeout=0)
 
 
 def test_destroying_a_bridge_joins_its_reader_and_keeps_the_others_tree(session):
@@ -222,7 +231,8 @@ def test_two_namespaced_sensor_bridge_nodes_share_one_executor(ros_context, spin
         recorder.wait_counts({'/polaris/lidar/points': 1, '/maxxum/lidar/points': 1,
                               '/clock': 12})
         assert recorder.messages['/maxxum/lidar/points'][0].width == 8
-        assert wait_for_barriers([node.bridge for node in nodes], 12, timeout_s=15.0)
+        assert all(node.bridge.barriers.future(12).result(timeout=15.0) == 12
+                   for node in nodes)
     finally:
         spinning.shutdown()
         for each in (*nodes, recorder.node):

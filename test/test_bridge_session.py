@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 from acres_interfaces.msg import StepBarrier
 from conftest import SpinningExecutor
@@ -39,6 +38,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
+from sim_control_graph import wait_for
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
@@ -75,11 +75,7 @@ class Recorder:
 
 
 def wait_until(predicate, what: str, timeout_s: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        time.sleep(0.01)
+    wait_for(predicate, timeout_s, what)
 
 
 @pytest.fixture

@@ -29,11 +29,11 @@ reply arrives on the control reader thread, where creating ROS entities is not s
 ``hello`` that names other agents or ports is reported, not followed, since topics cannot move
 under running clients.
 
-Lockstep: sim_control answers a step only after every connected stream published the barrier
-of the step's reply, so a client that steps and then reads has every message of the step.
+Lockstep (nodes/lockstep.py): sim_control answers a step only after every connected stream
+published the barrier of the step's reply and every reliable reader acknowledged every message
+of the step (bounded by ``ack_timeout_s``), so a client that steps and then reads has all of it.
 """
 
-from collections.abc import Awaitable
 from collections.abc import Callable
 import dataclasses
 import sys
@@ -43,14 +43,14 @@ from rclpy.executors import Executor
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
+from acres_bridge.nodes.lockstep import Lockstep
+from acres_bridge.nodes.lockstep import StreamDelivery
 from acres_bridge.nodes.parameters import BridgeParameters
 from acres_bridge.nodes.parameters import declare_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.process import run_until_shutdown
-from acres_bridge.nodes.sensor_bridge import barriers_future
 from acres_bridge.nodes.sensor_bridge import SensorBridge
-from acres_bridge.nodes.sensor_bridge import SharedPublishers
-from acres_bridge.nodes.sim_control import FutureWaiter
+from acres_bridge.nodes.shared_publishers import SharedPublishers
 from acres_bridge.nodes.sim_control import SimControlNode
 
 
@@ -123,14 +123,17 @@ class SessionBridge:
             self.node.destroy_node()
             raise
         self.shared = SharedPublishers(self.node)
+        self.lockstep = Lockstep(self.node, barrier_timeout_s=self.parameters.timeout_s,
+                                 ack_timeout_s=self.parameters.ack_timeout_s)
         self.bridges: list[SensorBridge] = []
         self._layout: SessionLayout | None = None
         self._lock = threading.Lock()
         self._destroyed = False
         self.control = SimControlNode(parameters=self.parameters.control(),
-                                      barrier_hook=self._barrier_hook,
+                                      barrier_hook=self.lockstep.hook(executor, self._streams),
                                       on_hello=self._on_hello, **kwargs)
         self.shared.add_diagnostics(self.control.diagnostic_statuses)
+        self.shared.add_diagnostics(self.lockstep.diagnostic_statuses)
         executor.add_node(self.node)
         executor.add_node(self.control)
 
@@ -176,18 +179,19 @@ class SessionBridge:
                 f'agent 0 ({layout.clock_agent or "none in hello"}) has no sensor stream: '
                 'nothing publishes /clock')
 
-    def _barrier_hook(self, step: int) -> Awaitable:
-        """Wait until every connected stream published the barrier of ``step``."""
+    def _streams(self) -> list[StreamDelivery]:
+        """Return the streams a step waits for (lockstep): every connected bridge."""
         with self._lock:
             connected = [bridge for bridge in self.bridges if bridge.connected]
-        future = barriers_future(connected, step, timeout_s=self.parameters.timeout_s)
-        return FutureWaiter(future, self.executor)
+        return [self.lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
+                for bridge in connected]
 
     def destroy(self) -> None:
         """Stop every reader thread, then destroy the publishers and both nodes."""
         with self._lock:
             self._destroyed = True
             bridges, self.bridges = self.bridges, []
+        self.lockstep.destroy()
         for bridge in bridges:
             bridge.destroy()
         self.control.destroy_node()

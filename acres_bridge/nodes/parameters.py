@@ -22,8 +22,8 @@ sensor_bridge       host, port (5601), frame_prefix, publish_clock, publish_tf, 
                     point_fields, lidar_sweep_s, point_time_origin, reconnect_s
 sim_control         host, port (5600), timeout_s, reconnect_s
 acres_bridge        host, port (5600, the control channel), sensor_ports, timeout_s,
-                    reconnect_s, frame_prefix, publish_clock, publish_tf, world_frame,
-                    point_fields, lidar_sweep_s, point_time_origin
+                    ack_timeout_s, reconnect_s, frame_prefix, publish_clock, publish_tf,
+                    world_frame, point_fields, lidar_sweep_s, point_time_origin
 ==================  =========================================================================
 
 Each ``declare_*_parameters(node)`` declares its node's parameters with a
@@ -157,14 +157,20 @@ TIMEOUT_S = ParameterSpec(
     'timeout_s', 10.0, _T.DOUBLE,
     'The time a control request waits for its reply, s (a step waits longer in proportion to '
     'its steps).', float_range=TIMEOUT_RANGE_S)
+ACK_TIMEOUT_S = ParameterSpec(
+    'ack_timeout_s', 5.0, _T.DOUBLE,
+    'Lockstep: after a stream published the barrier of a step, how long the step waits for '
+    'every reliable reader to acknowledge every message of it, s. A reader still silent then '
+    'is named in /diagnostics and the log, and the step answers (successfully, saying what was '
+    'late).', float_range=TIMEOUT_RANGE_S)
 
 SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF,
                             WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S, POINT_TIME_ORIGIN,
                             RECONNECT_S)
 SIM_CONTROL_PARAMETERS = (HOST, CONTROL_PORT, TIMEOUT_S, RECONNECT_S)
-BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, RECONNECT_S, FRAME_PREFIX,
-                     PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S,
-                     POINT_TIME_ORIGIN)
+BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, ACK_TIMEOUT_S, RECONNECT_S,
+                     FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS,
+                     LIDAR_SWEEP_S, POINT_TIME_ORIGIN)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -214,6 +220,7 @@ class BridgeParameters:
     port: int = 5600
     sensor_ports: tuple[int, ...] = ()
     timeout_s: float = 10.0
+    ack_timeout_s: float = 5.0
     reconnect_s: float = 1.0
     frame_prefix: str = ''
     publish_clock: bool = True

@@ -17,13 +17,10 @@ One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the part
 
 * :class:`SensorBridge` attaches one stream to a given node under a namespace relative to the
   node's (``polaris`` -> ``polaris/lidar/points``). Its reader thread ``sensor-rx:<name>``
-  decodes, converts and publishes each frame; it never creates or destroys an entity. It also
-  tells when the barrier of a lockstep step has been published (:meth:`barrier_future`,
-  :func:`barriers_future` for several streams, :meth:`wait_for_barrier`,
-  :meth:`add_barrier_callback`).
-* :class:`SharedPublishers` holds what the bridges on one node share: ``/tf``, ``/tf_static``
-  (one transient-local writer whose message is the union of every bridge's static transforms)
-  and ``/diagnostics`` (one array per second from a steady-clock timer of the executor).
+  decodes, converts and publishes each frame; it never creates or destroys an entity. Its
+  ``barriers`` (lockstep's :class:`BarrierTracker`) tell when the barrier of a step is out.
+* What the bridges on one node share (``/tf``, ``/tf_static``, ``/diagnostics``) is
+  :class:`SharedPublishers` (nodes/shared_publishers.py).
 * :class:`SensorBridgeNode` is the ``sensor_bridge`` executable's node: parameters, one bridge,
   its diagnostics. Several bridges in one process and one executor (the ``acres_bridge``
   executable) attach :class:`SensorBridge` objects to one node with one ``SharedPublishers``.
@@ -34,37 +31,21 @@ parameters): depth :data:`SMALL_DEPTH` for clock, INS, camera info and barrier,
 depth 1.
 """
 
-from collections import deque
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
-import concurrent.futures
 import dataclasses
 import sys
-import threading
-import time
 from typing import Any
 
 from acres_interfaces.msg import StepBarrier
-from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
-from rclpy.clock import Clock as RosClock
-from rclpy.clock import ClockType
 from rclpy.executors import Executor
 from rclpy.executors import SingleThreadedExecutor
-try:
-    from rclpy.event_handler import PublisherEventCallbacks
-except ImportError:  # Humble
-    from rclpy.qos_event import PublisherEventCallbacks
 from rclpy.node import Node
 from rclpy.publisher import Publisher
-from rclpy.qos import DurabilityPolicy
-from rclpy.qos import HistoryPolicy
-from rclpy.qos import QoSProfile
-from rclpy.qos import ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo
 from sensor_msgs.msg import Image
@@ -72,13 +53,11 @@ from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
-from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.camera import camera_frame_to_image
 from acres_bridge.conversions.camera import camera_info_from_hello
 from acres_bridge.conversions.clock import clock_frame_to_cdr
 from acres_bridge.conversions.clock import stamp_to_time
-from acres_bridge.conversions.diagnostics import diagnostic_array
 from acres_bridge.conversions.diagnostics import FRAME_TYPES
 from acres_bridge.conversions.diagnostics import stream_stats_to_status
 from acres_bridge.conversions.ins import ins_frame_to_cdr
@@ -87,10 +66,14 @@ from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
+from acres_bridge.nodes.lockstep import BarrierTracker
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.parameters import SensorBridgeParameters
 from acres_bridge.nodes.process import run_until_shutdown
+from acres_bridge.nodes.shared_publishers import create_publisher
+from acres_bridge.nodes.shared_publishers import reliable_qos
+from acres_bridge.nodes.shared_publishers import SharedPublishers
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
@@ -115,48 +98,12 @@ from acres_bridge.protocol.transport import SensorStreamClient
 # in real time, and about 25 MB of writer history per agent. See docs/design.md.
 SMALL_DEPTH = 200
 LARGE_DEPTH = 10
-TF_DEPTH = 100
-DIAGNOSTICS_DEPTH = 10
-DIAGNOSTICS_PERIOD_S = 1.0
-BARRIER_HISTORY = 256
 LOG_INTERVAL_S = 5.0
-
-
-def reliable_qos(depth: int) -> QoSProfile:
-    """Return the QoS of the bridge's publishers: reliable, volatile, keep-last ``depth``."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
-
-
-def tf_static_qos() -> QoSProfile:
-    """Return the QoS of ``/tf_static``: reliable, transient local, keep-last 1, as tf2's."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                      reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 _FRAME_KINDS: dict[type, str] = {
     HelloFrame: 'hello', ClockFrame: 'clock', InsFrame: 'ins', LidarFrame: 'lidar',
     CameraFrame: 'camera', BarrierFrame: 'barrier'}
-
-
-def _overridable() -> QoSOverridingOptions:
-    return QoSOverridingOptions.with_default_policies()
-
-
-def _create_publisher(node: Node, message_type: type, topic: str, qos: QoSProfile) -> Publisher:
-    """
-    Create a publisher whose QoS users may override and that adds nothing to the wait set.
-
-    rclpy gives each publisher an incompatible-QoS event handler, a waitable of the executor's
-    wait set; destroying it while an executor builds its wait set kills the executor
-    (InvalidHandle). Without it a bridge can be destroyed while its node spins; a subscriber
-    that asks for an incompatible QoS still hears about it from its own side.
-    """
-    return node.create_publisher(
-        message_type, topic, qos, qos_overriding_options=_overridable(),
-        event_callbacks=PublisherEventCallbacks(use_default_callbacks=False))
 
 
 def _transform_key(transforms: Iterable[TransformStamped]) -> tuple:
@@ -167,90 +114,6 @@ def _transform_key(transforms: Iterable[TransformStamped]) -> tuple:
          (t.transform.rotation.x, t.transform.rotation.y, t.transform.rotation.z,
           t.transform.rotation.w))
         for t in transforms)
-
-
-class SharedPublishers:
-    """
-    The topics every sensor bridge on one node shares: ``/tf``, ``/tf_static``, ``/diagnostics``.
-
-    Create it, and call :meth:`tf_publisher` and :meth:`add_diagnostics`, on the thread that
-    builds the node (they create entities); :meth:`set_static_transforms` and publishing are
-    safe from any thread.
-
-    :param diagnostics_period_s: the period of the ``/diagnostics`` timer (steady time, so it
-        runs while the simulation is paused).
-    """
-
-    def __init__(self, node: Node, *, diagnostics_period_s: float = DIAGNOSTICS_PERIOD_S
-                 ) -> None:
-        self._node = node
-        self._lock = threading.Lock()
-        self._static: dict[int, list[TransformStamped]] = {}
-        self._tf_static = _create_publisher(node, TFMessage, '/tf_static', tf_static_qos())
-        self._tf: Publisher | None = None
-        self._diagnostics: Publisher | None = None
-        self._timer = None
-        self._diagnostics_period_s = diagnostics_period_s
-        self._sources: list[Callable[[], list[DiagnosticStatus]]] = []
-
-    def tf_publisher(self) -> Publisher:
-        """Return the ``/tf`` publisher, created on the first call."""
-        if self._tf is None:
-            self._tf = _create_publisher(self._node, TFMessage, '/tf', reliable_qos(TF_DEPTH))
-        return self._tf
-
-    def set_static_transforms(self, owner: object, transforms: list[TransformStamped]) -> None:
-        """Replace the static transforms of ``owner`` and publish the union of all owners."""
-        with self._lock:
-            self._static[id(owner)] = list(transforms)
-            self._publish_static_locked()
-
-    def remove_static_transforms(self, owner: object) -> None:
-        """Forget the static transforms of ``owner``; publish the rest if it had any."""
-        with self._lock:
-            if self._static.pop(id(owner), None) is not None and self._static:
-                self._publish_static_locked()
-
-    def _publish_static_locked(self) -> None:
-        transforms = [transform for owned in self._static.values() for transform in owned]
-        self._tf_static.publish(TFMessage(transforms=transforms))
-
-    def add_diagnostics(self, source: Callable[[], list[DiagnosticStatus]]) -> None:
-        """Add a source of statuses to the ``/diagnostics`` array (creates the timer once)."""
-        if self._diagnostics is None:
-            self._diagnostics = _create_publisher(self._node, DiagnosticArray, '/diagnostics',
-                                                  reliable_qos(DIAGNOSTICS_DEPTH))
-            self._timer = self._node.create_timer(
-                self._diagnostics_period_s, self.publish_diagnostics,
-                clock=RosClock(clock_type=ClockType.STEADY_TIME))
-        with self._lock:
-            self._sources.append(source)
-
-    def remove_diagnostics(self, source: Callable[[], list[DiagnosticStatus]]) -> None:
-        """Remove a source of statuses."""
-        with self._lock:
-            if source in self._sources:
-                self._sources.remove(source)
-
-    def publish_diagnostics(self) -> None:
-        """Publish one ``/diagnostics`` array of every source's statuses (the timer's job)."""
-        with self._lock:
-            sources = list(self._sources)
-        if self._diagnostics is None or not sources:
-            return
-        statuses = [status for source in sources for status in source()]
-        stamp = self._node.get_clock().now().to_msg()
-        self._diagnostics.publish(diagnostic_array(statuses, stamp))
-
-    def destroy(self) -> None:
-        """Destroy the timer and the publishers."""
-        if self._timer is not None:
-            self._node.destroy_timer(self._timer)
-            self._timer = None
-        for publisher in (self._diagnostics, self._tf, self._tf_static):
-            if publisher is not None:
-                self._node.destroy_publisher(publisher)
-        self._diagnostics = self._tf = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -305,11 +168,7 @@ class SensorBridge:
         self._drop_log = LogThrottle(LOG_INTERVAL_S)
         self._bad_log = LogThrottle(LOG_INTERVAL_S)
         self._disconnect_log = LogThrottle(LOG_INTERVAL_S)
-        self._barrier = threading.Condition()
-        self._barrier_steps: deque[int] = deque(maxlen=BARRIER_HISTORY)
-        self._last_barrier: tuple[int, float] | None = None
-        self._barrier_callbacks: list[Callable[[int, float], None]] = []
-        self._barrier_waiters: list[tuple[int, concurrent.futures.Future]] = []
+        self.barriers = BarrierTracker()
 
         # A profile per publisher: rclpy writes the QoS overrides into the profile it is given.
         self._publishers: dict[str, Publisher] = {}
@@ -339,7 +198,7 @@ class SensorBridge:
         return f'{self.namespace}/{name}' if self.namespace else name
 
     def _create(self, message_type: type, topic: str, depth: int) -> Publisher:
-        publisher = _create_publisher(self.node, message_type, topic, reliable_qos(depth))
+        publisher = create_publisher(self.node, message_type, topic, reliable_qos(depth))
         self._publishers[topic] = publisher
         return publisher
 
@@ -423,53 +282,12 @@ class SensorBridge:
     @property
     def last_barrier(self) -> tuple[int, float] | None:
         """The (step, stamp_s) of the last barrier published, None before one."""
-        with self._barrier:
-            return self._last_barrier
+        return self.barriers.last
 
-    def wait_for_barrier(self, step: int, timeout_s: float | None = None) -> bool:
-        """
-        Wait until the barrier of ``step`` has been published on ``step_barrier``.
-
-        Every frame the stream sent before that barrier has then been published. The bridge
-        remembers the last 256 barrier steps and forgets them when the world's step goes
-        back (a reset), so a step already published returns at once.
-
-        :return: whether it was published within ``timeout_s`` (None: wait forever).
-        """
-        with self._barrier:
-            return self._barrier.wait_for(lambda: step in self._barrier_steps, timeout_s)
-
-    def barrier_future(self, step: int) -> concurrent.futures.Future:
-        """
-        Return a future that completes (with ``step``) once the barrier of ``step`` is out.
-
-        No thread waits: the reader completes it after publishing the barrier. An rclpy
-        coroutine awaits it without blocking its executor (e.g. with sim_control's
-        ``FutureWaiter``); cancelling it is allowed.
-        """
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        with self._barrier:
-            if step not in self._barrier_steps:
-                self._barrier_waiters.append((step, future))
-                return future
-        future.set_result(step)
-        return future
-
-    def add_barrier_callback(self, callback: Callable[[int, float], None]) -> None:
-        """
-        Call ``callback(step, stamp_s)`` on the reader thread after each barrier is published.
-
-        It must be quick and must not create entities; what it raises is logged and counted
-        as a callback error of the stream (``callback_errors``).
-        """
-        with self._barrier:
-            self._barrier_callbacks.append(callback)
-
-    def remove_barrier_callback(self, callback: Callable[[int, float], None]) -> None:
-        """Stop calling a barrier callback."""
-        with self._barrier:
-            if callback in self._barrier_callbacks:
-                self._barrier_callbacks.remove(callback)
+    def step_publishers(self) -> list[Publisher]:
+        """Return the publishers of a step's messages: this bridge's own and ``/tf``."""
+        publishers = list(self._publishers.values())
+        return publishers + [self._tf] if self._tf is not None else publishers
 
     # --- the reader thread -------------------------------------------------------------------
 
@@ -489,12 +307,7 @@ class SensorBridge:
                     f'published: {type(exc).__name__}: {exc}' + _held_text(held))
             return
         self._published[kind] += 1
-        # Listeners run after the frame is out; the client counts and logs what they raise.
-        if kind == 'barrier':
-            with self._barrier:
-                callbacks = list(self._barrier_callbacks)
-            for callback in callbacks:
-                callback(frame.step, frame.header.stamp_s)
+        # The tap runs after the frame is out; the client counts and logs what it raises.
         if self._on_frame is not None:
             self._on_frame(frame)
 
@@ -579,83 +392,7 @@ class SensorBridge:
         stamp_s = frame.header.stamp_s
         self._step_barrier.publish(StepBarrier(header=Header(stamp=stamp_to_time(stamp_s)),
                                                step=frame.step))
-        with self._barrier:
-            if self._last_barrier is not None and frame.step < self._last_barrier[0]:
-                self._barrier_steps.clear()
-            self._barrier_steps.append(frame.step)
-            self._last_barrier = (frame.step, stamp_s)
-            self._barrier.notify_all()
-            ready = [future for step, future in self._barrier_waiters if step == frame.step]
-            self._barrier_waiters = [(step, future) for step, future in self._barrier_waiters
-                                     if step != frame.step and not future.done()]
-        for future in ready:
-            if future.set_running_or_notify_cancel():
-                future.set_result(frame.step)
-
-
-def wait_for_barriers(bridges: Iterable[SensorBridge], step: int,
-                      timeout_s: float | None = None) -> bool:
-    """
-    Wait until every bridge has published the barrier of ``step`` (lockstep: all streams done).
-
-    :return: whether all did within ``timeout_s`` (one deadline for all; None: forever).
-    """
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    for bridge in bridges:
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not bridge.wait_for_barrier(step, remaining):
-            return False
-    return True
-
-
-def barriers_future(bridges: Iterable[SensorBridge], step: int, *,
-                    timeout_s: float | None = None) -> concurrent.futures.Future:
-    """
-    Return a future that completes (with ``step``) once every bridge published its barrier.
-
-    :param timeout_s: fail the future with ``TimeoutError`` naming the streams still missing
-        after this long (one ``threading.Timer``); None: no limit.
-    """
-    bridges = list(bridges)
-    combined: concurrent.futures.Future = concurrent.futures.Future()
-    combined.set_running_or_notify_cancel()
-    lock = threading.Lock()
-    missing = {id(bridge): bridge.name for bridge in bridges}
-    timer: threading.Timer | None = None
-
-    def settle(outcome: Callable[[], None]) -> None:
-        with lock:
-            if combined.done():
-                return
-            outcome()
-        if timer is not None:
-            timer.cancel()
-
-    def arrived(bridge: SensorBridge) -> None:
-        with lock:
-            missing.pop(id(bridge), None)
-            complete = not missing
-        if complete:
-            settle(lambda: combined.set_result(step))
-
-    def expired() -> None:
-        with lock:
-            names = ', '.join(sorted(missing.values()))
-        settle(lambda: combined.set_exception(TimeoutError(
-            f'no barrier of step {step} within {timeout_s:g} s on the sensor stream of '
-            f'{names}')))
-
-    if timeout_s is not None:
-        timer = threading.Timer(timeout_s, expired)
-        timer.daemon = True
-        timer.name = f'barrier-timeout:{step}'
-        timer.start()
-    if not bridges:
-        settle(lambda: combined.set_result(step))
-    for bridge in bridges:
-        bridge.barrier_future(step).add_done_callback(
-            lambda future, bridge=bridge: arrived(bridge))
-    return combined
+        self.barriers.published(frame.step, stamp_s)
 
 
 def _held_text(held: int) -> str:

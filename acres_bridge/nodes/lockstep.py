@@ -1,0 +1,575 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Lockstep: a step answers once every message of it has reached every reliable reader.
+
+A step is *delivered* when each sensor stream of the session has published the barrier of the
+step (so every frame the simulator sent before it is published) and every reliable reader
+matched at that moment has acknowledged every message of the stream's publishers
+(``Publisher.wait_for_all_acked``). sim_control awaits :meth:`Lockstep.hook` before it answers
+``step_simulation`` or ``simulate_steps``.
+
+* :class:`FutureWaiter` is the one adaptor from a ``concurrent.futures.Future`` (completed on
+  any thread) to an rclpy coroutine; sim_control awaits its control replies with it too.
+* :class:`Deadlines` is the one time-out mechanism: one thread and a heap of deadlines that
+  fail futures (a barrier that never comes).
+* :class:`BarrierTracker` is one stream's barrier bookkeeping, fed by its reader thread.
+* :class:`StreamDelivery` answers "barrier N published and acknowledged" for one stream in this
+  process. It is the sensor side's interface: a :class:`StreamReport` is plain data, so a
+  sensor process could answer the same question to a control process over ROS; anything with
+  ``name`` and ``delivered(step) -> Future[StreamReport]`` plugs into :class:`Lockstep`.
+* :class:`Lockstep` combines the streams of a step, bounds the wait, keeps the figures and
+  reports late readers in ``/diagnostics`` and the log.
+
+Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
+never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
+not fail the step (the world did step): the answer succeeds and says which topics were late
+and names their reliable readers (DDS does not say which reader lags). Best-effort readers
+are never waited for: DDS does not track their acknowledgements.
+"""
+
+from collections import deque
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
+import concurrent.futures
+import dataclasses
+import heapq
+import itertools
+import statistics
+import threading
+import time
+from typing import Any
+from typing import Protocol
+
+from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import KeyValue
+from rclpy.duration import Duration
+from rclpy.executors import Executor
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from rclpy.qos import ReliabilityPolicy
+
+from acres_bridge.conversions.diagnostics import format_value
+
+BARRIER_HISTORY = 256
+ACK_WORKERS = 8
+FIGURES_KEPT = 200
+# A wake-up task re-creates itself while its coroutine has not resumed (see FutureWaiter).
+# Only a task that its executor no longer runs (its node removed) gets this far.
+MAX_REARMS = 10_000
+LATE_LOG_INTERVAL_S = 5.0
+
+
+def _settle(future: concurrent.futures.Future, result: Any = None,
+            error: BaseException | None = None) -> bool:
+    """Complete a future unless it is already done; return whether this call completed it."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except concurrent.futures.InvalidStateError:
+        return False
+    return True
+
+
+class FutureWaiter:
+    """
+    Await a ``concurrent.futures.Future`` in an rclpy coroutine without blocking a thread.
+
+    rclpy (up to Kilted) resumes a coroutine by polling: whenever its executor wakes up, it
+    runs every pending task that is not running, and a task whose coroutine still waits yields
+    again. The waiter parks by yielding; the future's completion, on whatever thread, wakes
+    the executor with a new task (``create_task``), and the executor's next pass resumes the
+    coroutine.
+
+    The race: a multi-threaded executor skips a task that is running. A completion that lands
+    after the coroutine found the future pending, but before its task's run ended, wakes a
+    pass that skips the task, and nothing wakes the executor again. So the wake-up task checks
+    whether the coroutine has resumed and, if not, creates itself again: each time is one more
+    executor pass, and the first pass after the parked run ended resumes the coroutine. The
+    repetition ends on the coroutine's own progress, not on a clock, and cannot lose the
+    wake-up; in the usual case (the future completes long after the coroutine parked) it costs
+    one or two passes. ``rearms`` counts the wake-ups that found the coroutine not yet resumed.
+
+    :param future: the future to await; its result or exception is the await's.
+    :param executor: the executor running the awaiting coroutine (None: no wake-up, for a
+        coroutine driven by hand).
+    """
+
+    def __init__(self, future: concurrent.futures.Future, executor: Executor | None) -> None:
+        self._future = future
+        self._executor = executor
+        self._lock = threading.Lock()
+        self._parked = False
+        self._abandoned = False
+        self._armed = False
+        self.rearms = 0
+
+    def __await__(self):
+        try:
+            while True:
+                with self._lock:
+                    if self._future.done():
+                        self._parked = False
+                        break
+                    self._parked = True
+                    arm = not self._armed
+                    self._armed = True
+                if arm:
+                    self._future.add_done_callback(self._completed)
+                yield
+        except GeneratorExit:
+            with self._lock:
+                self._abandoned = True
+            raise
+        return self._future.result()
+
+    def _completed(self, future: concurrent.futures.Future) -> None:
+        if self._executor is not None:
+            self._executor.create_task(self._wake)     # create_task wakes the executor
+
+    def _wake(self) -> None:
+        with self._lock:
+            again = self._parked and not self._abandoned and self.rearms < MAX_REARMS
+            if again:
+                self.rearms += 1
+        if again:
+            self._executor.create_task(self._wake)
+
+
+class Deadlines:
+    """
+    Fail futures that are not done by their deadline: one thread and one heap per process part.
+
+    :param name: the thread's name.
+    """
+
+    def __init__(self, name: str = 'lockstep-deadlines') -> None:
+        self._name = name
+        self._heap: list[tuple[float, int, concurrent.futures.Future,
+                               Callable[[], BaseException | None]]] = []
+        self._order = itertools.count()
+        self._condition = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def fail_after(self, future: concurrent.futures.Future, timeout_s: float,
+                   error: Callable[[], BaseException | None]) -> None:
+        """
+        Fail ``future`` with ``error()`` if it is not done ``timeout_s`` from now.
+
+        ``error`` is called on the deadline thread and may return None to leave the future be.
+        """
+        with self._condition:
+            if self._stopped:
+                return
+            heapq.heappush(self._heap, (time.monotonic() + timeout_s, next(self._order),
+                                        future, error))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread.start()
+            self._condition.notify()
+
+    def stop(self) -> None:
+        """Stop the thread; pending deadlines are dropped."""
+        with self._condition:
+            self._stopped = True
+            self._heap.clear()
+            self._condition.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                due = []
+                while not self._stopped:
+                    now = time.monotonic()
+                    while self._heap and (self._heap[0][0] <= now or self._heap[0][2].done()):
+                        deadline, _, future, error = heapq.heappop(self._heap)
+                        if not future.done():
+                            due.append((future, error))
+                    if due:
+                        break
+                    self._condition.wait(self._heap[0][0] - now if self._heap else None)
+                if self._stopped:
+                    return
+            for future, error in due:
+                exception = error()
+                if exception is not None:
+                    _settle(future, error=exception)
+
+
+class BarrierTracker:
+    """
+    The barriers one stream has published: the last 256 steps and the futures waiting for one.
+
+    The reader thread calls :meth:`published` after each barrier went out; a step already
+    published completes a new :meth:`future` at once. The steps are forgotten when the
+    world's step goes back (a reset).
+    """
+
+    def __init__(self, history: int = BARRIER_HISTORY) -> None:
+        self._lock = threading.Lock()
+        self._steps: deque[int] = deque(maxlen=history)
+        self._last: tuple[int, float] | None = None
+        self._waiting: list[tuple[int, concurrent.futures.Future]] = []
+
+    @property
+    def last(self) -> tuple[int, float] | None:
+        """The (step, stamp_s) of the last barrier published, None before one."""
+        with self._lock:
+            return self._last
+
+    def future(self, step: int) -> concurrent.futures.Future:
+        """Return a future that completes with ``step`` once its barrier is out (cancellable)."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            if step not in self._steps:
+                self._waiting.append((step, future))
+                return future
+        future.set_result(step)
+        return future
+
+    def published(self, step: int, stamp_s: float) -> None:
+        """Record that the reader thread published the barrier of ``step``."""
+        with self._lock:
+            if self._last is not None and step < self._last[0]:
+                self._steps.clear()
+            self._steps.append(step)
+            self._last = (step, stamp_s)
+            ready = [future for waiting, future in self._waiting if waiting == step]
+            self._waiting = [(waiting, future) for waiting, future in self._waiting
+                             if waiting != step and not future.done()]
+        for future in ready:
+            if future.set_running_or_notify_cancel():
+                future.set_result(step)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StreamReport:
+    """
+    How one stream delivered a step: plain data, so it can cross a process boundary.
+
+    :param stream: the stream's name (the agent).
+    :param step: the step whose barrier was published.
+    :param ack_wait_s: from the barrier's publication to the last acknowledgement (or the
+        time-out).
+    :param late: topic -> the reliable readers of that topic, for each topic whose readers did
+        not all acknowledge within the time-out.
+    """
+
+    stream: str
+    step: int
+    ack_wait_s: float
+    late: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StepReport:
+    """How every stream of a session delivered one step."""
+
+    step: int
+    streams: tuple[StreamReport, ...]
+
+    @property
+    def ack_wait_s(self) -> float:
+        """The longest acknowledgement wait of the step's streams."""
+        return max((report.ack_wait_s for report in self.streams), default=0.0)
+
+    @property
+    def late(self) -> dict[str, tuple[str, ...]]:
+        """Topic -> reliable readers, for every topic not acknowledged in time."""
+        return {topic: readers for report in self.streams
+                for topic, readers in report.late.items()}
+
+    @property
+    def warning(self) -> str | None:
+        """One line saying what was late, None when everything was acknowledged."""
+        late = self.late
+        if not late:
+            return None
+        return 'not acknowledged in time: ' + '; '.join(
+            f'{topic} (reliable readers: {", ".join(readers) or "none left"})'
+            for topic, readers in sorted(late.items()))
+
+
+class BarrierTimeout(TimeoutError):
+    """The barrier of a step did not come in time on one stream."""
+
+    def __init__(self, stream: str, step: int, timeout_s: float) -> None:
+        super().__init__(f'no barrier of step {step} within {timeout_s:g} s on the sensor '
+                         f'stream of {stream}')
+        self.stream = stream
+        self.step = step
+        self.timeout_s = timeout_s
+
+
+class DeliverySource(Protocol):
+    """The sensor side of a step: answers "barrier N published and acknowledged"."""
+
+    name: str
+
+    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+        """
+        Return a future of the :class:`StreamReport` of ``step``.
+
+        It fails with :class:`BarrierTimeout` when the barrier does not come within
+        ``barrier_timeout_s``; once the barrier is out, the acknowledgement wait is bounded by
+        the source's own time-out and ends in a report.
+        """
+
+
+def reliable_readers(node: Node, topic: str) -> tuple[str, ...]:
+    """Return the full names of the reliable subscribers of ``topic`` in the graph."""
+    names = []
+    for info in node.get_subscriptions_info_by_topic(topic):
+        if info.qos_profile.reliability == ReliabilityPolicy.RELIABLE:
+            namespace = info.node_namespace.rstrip('/')
+            names.append(f'{namespace}/{info.node_name}')
+    return tuple(sorted(names))
+
+
+def wait_for_acks(node: Node, publishers: Iterable[Publisher],
+                  timeout_s: float) -> dict[str, tuple[str, ...]]:
+    """
+    Block until every reliable reader acknowledged every sample of ``publishers``.
+
+    One deadline for all. It blocks: call it on a thread of its own, never an executor's.
+
+    :return: topic -> reliable readers, for each publisher still unacknowledged at the
+        deadline (empty: all acknowledged).
+    """
+    deadline = time.monotonic() + timeout_s
+    late = {}
+    for publisher in publishers:
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            acked = publisher.wait_for_all_acked(Duration(nanoseconds=int(remaining * 1e9)))
+            topic = publisher.topic_name
+        except Exception:  # noqa: B902 - a publisher destroyed meanwhile has no readers left
+            continue
+        if not acked:
+            late[topic] = reliable_readers(node, topic)
+    return late
+
+
+class StreamDelivery:
+    """
+    One stream of this process as a :class:`DeliverySource`.
+
+    :param name: the stream's name.
+    :param barriers: the stream's barrier bookkeeping.
+    :param publishers: returns the publishers of the step's messages (clock, INS, clouds,
+        images, camera info, barrier, /tf), asked after the barrier was published.
+    :param lockstep: the session's lockstep (its ack pool, node and time-out).
+    """
+
+    def __init__(self, name: str, barriers: BarrierTracker,
+                 publishers: Callable[[], Iterable[Publisher]], lockstep: 'Lockstep') -> None:
+        self.name = name
+        self._barriers = barriers
+        self._publishers = publishers
+        self._lockstep = lockstep
+
+    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+        """Return a future of the stream's :class:`StreamReport` (see DeliverySource)."""
+        report: concurrent.futures.Future = concurrent.futures.Future()
+        barrier = self._barriers.future(step)
+
+        def acknowledge() -> None:
+            started = time.monotonic()
+            late = self._lockstep.wait_for_acks(self._publishers())
+            _settle(report, StreamReport(self.name, step, time.monotonic() - started, late))
+
+        def published(future: concurrent.futures.Future) -> None:
+            if future.cancelled() or report.done():
+                return
+            try:
+                self._lockstep.submit(acknowledge)
+            except RuntimeError as exc:     # the pool is shut down: the session is going
+                _settle(report, error=exc)
+
+        def expired() -> BaseException | None:
+            return None if barrier.done() else BarrierTimeout(self.name, step, barrier_timeout_s)
+
+        barrier.add_done_callback(published)
+        report.add_done_callback(lambda _: barrier.cancel())
+        self._lockstep.deadlines.fail_after(report, barrier_timeout_s, expired)
+        return report
+
+
+class Lockstep:
+    """
+    The delivery of a session's steps: combine the streams, bound the wait, report.
+
+    :param node: the node whose graph names late readers and whose log reports them.
+    :param barrier_timeout_s: how long a step waits for the barriers of its streams; past it
+        the step fails, naming the streams that lack it.
+    :param ack_timeout_s: how long a stream waits for acknowledgements after its barrier; past
+        it the step succeeds and reports the late topics and their readers.
+    """
+
+    def __init__(self, node: Node, *, barrier_timeout_s: float, ack_timeout_s: float,
+                 workers: int = ACK_WORKERS) -> None:
+        self.node = node
+        self.barrier_timeout_s = barrier_timeout_s
+        self.ack_timeout_s = ack_timeout_s
+        self.deadlines = Deadlines()
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix='lockstep-ack')
+        self._lock = threading.Lock()
+        self._waits_s: deque[float] = deque(maxlen=FIGURES_KEPT)
+        self._steps = 0
+        self._late_steps = 0
+        self._failed_steps = 0
+        self._last: StepReport | None = None
+        self._last_late: StepReport | None = None
+        self._previous_late_steps = 0
+
+    def submit(self, job: Callable[[], None]) -> concurrent.futures.Future:
+        """Run a blocking job on an ack thread."""
+        return self._pool.submit(job)
+
+    def wait_for_acks(self, publishers: Iterable[Publisher]) -> dict[str, tuple[str, ...]]:
+        """Block until the publishers are acknowledged (an ack thread; see wait_for_acks)."""
+        return wait_for_acks(self.node, publishers, self.ack_timeout_s)
+
+    def stream(self, name: str, barriers: BarrierTracker,
+               publishers: Callable[[], Iterable[Publisher]]) -> StreamDelivery:
+        """Return the :class:`StreamDelivery` of one stream of this process."""
+        return StreamDelivery(name, barriers, publishers, self)
+
+    def step_delivered(self, step: int,
+                       sources: Sequence[DeliverySource]) -> concurrent.futures.Future:
+        """
+        Return a future of the :class:`StepReport` of ``step`` over ``sources``.
+
+        It fails with ``TimeoutError`` naming every stream whose barrier did not come within
+        ``barrier_timeout_s``, or with the first other error of a source.
+        """
+        combined: concurrent.futures.Future = concurrent.futures.Future()
+        lock = threading.Lock()
+        outcomes: dict[str, concurrent.futures.Future] = {}
+        order = [source.name for source in sources]
+
+        def settled(name: str, future: concurrent.futures.Future) -> None:
+            with lock:
+                outcomes[name] = future
+                if len(outcomes) < len(order):
+                    return
+            if any(outcome.cancelled() for outcome in outcomes.values()):
+                return
+            errors = [outcomes[name].exception() for name in order]
+            late = [error.stream for error in errors if isinstance(error, BarrierTimeout)]
+            if late:
+                _settle(combined, error=TimeoutError(
+                    f'no barrier of step {step} within {self.barrier_timeout_s:g} s on the '
+                    f'sensor stream of {", ".join(sorted(late))}'))
+            elif any(error is not None for error in errors):
+                _settle(combined, error=next(error for error in errors if error is not None))
+            else:
+                _settle(combined, StepReport(step, tuple(outcomes[name].result()
+                                                         for name in order)))
+
+        combined.add_done_callback(self._record)
+        if not sources:
+            _settle(combined, StepReport(step, ()))
+            return combined
+        parts = [source.delivered(step, self.barrier_timeout_s) for source in sources]
+        combined.add_done_callback(lambda _: [part.cancel() for part in parts])
+        for name, part in zip(order, parts):
+            part.add_done_callback(lambda future, name=name: settled(name, future))
+        return combined
+
+    def hook(self, executor: Executor,
+             sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[int], Awaitable]:
+        """Return sim_control's ``barrier_hook``: await the delivery of a step's sources."""
+        def barrier_hook(step: int) -> Awaitable:
+            return FutureWaiter(self.step_delivered(step, sources()), executor)
+        return barrier_hook
+
+    def _record(self, future: concurrent.futures.Future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            with self._lock:
+                self._failed_steps += 1
+            return
+        report: StepReport = future.result()
+        warning = report.warning
+        with self._lock:
+            self._steps += 1
+            self._waits_s.append(report.ack_wait_s)
+            self._last = report
+            if warning is not None:
+                self._late_steps += 1
+                self._last_late = report
+        if warning is not None:
+            self.node.get_logger().warning(
+                f'lockstep: step {report.step} answered after {self.ack_timeout_s:g} s '
+                f'without every acknowledgement: {warning}',
+                throttle_duration_sec=LATE_LOG_INTERVAL_S)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The figures of the steps delivered so far (waits over the last 200 steps)."""
+        with self._lock:
+            waits = list(self._waits_s)
+            last, last_late = self._last, self._last_late
+            stats = {'steps': self._steps, 'late_steps': self._late_steps,
+                     'failed_steps': self._failed_steps}
+        stats.update({
+            'last_step': last.step if last is not None else None,
+            'ack_wait_last_ms': last.ack_wait_s * 1e3 if last is not None else None,
+            'ack_wait_p50_ms': statistics.median(waits) * 1e3 if waits else None,
+            'ack_wait_max_ms': max(waits) * 1e3 if waits else None,
+            'ack_timeout_s': self.ack_timeout_s,
+            'last_late_step': last_late.step if last_late is not None else None,
+            'last_late': last_late.warning if last_late is not None else None,
+        })
+        return stats
+
+    def diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Return the lockstep status for ``/diagnostics`` (WARN while steps come out late)."""
+        stats = self.stats
+        late_now = stats['late_steps'] > self._previous_late_steps
+        self._previous_late_steps = stats['late_steps']
+        return [lockstep_stats_to_status(stats, name=f'{self.node.get_name()}: lockstep',
+                                         late_now=late_now)]
+
+    def destroy(self) -> None:
+        """Stop the deadline thread and the ack threads (waits in progress run to their end)."""
+        self.deadlines.stop()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def lockstep_stats_to_status(stats: dict[str, Any], *, name: str,
+                             late_now: bool) -> DiagnosticStatus:
+    """Return the lockstep diagnostic status from :attr:`Lockstep.stats`."""
+    values = [KeyValue(key=key, value=format_value(value)) for key, value in stats.items()]
+    if late_now:
+        level = DiagnosticStatus.WARN
+        message = f'step {stats["last_late_step"]} {stats["last_late"]}'
+    elif stats['steps'] or stats['failed_steps']:
+        level = DiagnosticStatus.OK
+        message = (f'{stats["steps"]} steps delivered, last acknowledged in '
+                   f'{format_value(stats["ack_wait_last_ms"])} ms')
+    else:
+        level = DiagnosticStatus.OK
+        message = 'no step yet'
+    return DiagnosticStatus(level=level, name=name, message=message, values=values)

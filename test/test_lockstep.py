@@ -1,0 +1,226 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+nodes/lockstep.py on its own: the executor adaptor and its race, deadlines, combining streams.
+
+The delivery itself (barriers and acknowledgements across processes) is test_lockstep_delivery.
+"""
+
+import concurrent.futures
+import threading
+
+import pytest
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
+
+from acres_bridge.nodes.lockstep import BarrierTimeout
+from acres_bridge.nodes.lockstep import BarrierTracker
+from acres_bridge.nodes.lockstep import Deadlines
+from acres_bridge.nodes.lockstep import FutureWaiter
+from acres_bridge.nodes.lockstep import Lockstep
+from acres_bridge.nodes.lockstep import StepReport
+from acres_bridge.nodes.lockstep import StreamReport
+
+pytestmark = pytest.mark.ros
+WAIT_S = 10.0
+
+
+class ObservedWaiter(FutureWaiter):
+    """A FutureWaiter that tells when its wake-up task has run."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.woken = threading.Event()
+
+    def _wake(self) -> None:
+        super()._wake()
+        self.woken.set()
+
+
+class InsideTheRun:
+    """
+    Await an awaitable, and run ``inside`` after it parked but before its task's run ends.
+
+    That is the window of the race: the coroutine has found the future pending and yielded,
+    and the task that runs it is still executing.
+    """
+
+    def __init__(self, inner: FutureWaiter, inside) -> None:
+        self._inner = inner
+        self._inside = inside
+
+    def __await__(self):
+        steps = self._inner.__await__()
+        try:
+            value = next(steps)
+            while True:
+                if self._inside is not None:
+                    inside, self._inside = self._inside, None
+                    inside()
+                yield value
+                value = steps.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+
+@pytest.fixture
+def spun(ros_context):
+    """A two-thread executor with no nodes, spinning: only tasks wake it."""
+    executor = MultiThreadedExecutor(num_threads=2, context=ros_context)
+    thread = threading.Thread(target=executor.spin, name='test-spin', daemon=True)
+    thread.start()
+    try:
+        yield executor
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        thread.join(timeout=5.0)
+
+
+def _result(task, timeout_s: float = WAIT_S):
+    done = threading.Event()
+    task.add_done_callback(lambda _: done.set())
+    assert done.wait(timeout_s), 'the coroutine was never resumed'
+    return task.result()
+
+
+def test_a_completion_inside_the_awaiting_run_still_resumes_the_coroutine(spun):
+    future = concurrent.futures.Future()
+    waiter = ObservedWaiter(future, spun)
+
+    def complete_inside_the_run() -> None:
+        # The completion lands now, while the coroutine's task is executing; the executor's
+        # pass that the wake-up triggers finds the task running and skips it.
+        future.set_result(42)
+        assert waiter.woken.wait(WAIT_S)
+        assert waiter.rearms >= 1      # the wake-up found the coroutine not resumed yet
+
+    async def coroutine():
+        return await InsideTheRun(waiter, complete_inside_the_run)
+
+    task = spun.create_task(coroutine)
+    # Nothing else wakes this executor: without the re-armed wake-up this would hang.
+    assert _result(task) == 42
+
+
+def test_the_adaptor_returns_results_and_exceptions_on_any_executor(ros_context):
+    for executor in (SingleThreadedExecutor(context=ros_context),
+                     MultiThreadedExecutor(num_threads=2, context=ros_context)):
+        thread = threading.Thread(target=executor.spin, daemon=True)
+        thread.start()
+        try:
+            ready = concurrent.futures.Future()
+            ready.set_result('at once')
+            late = concurrent.futures.Future()
+            failing = concurrent.futures.Future()
+
+            async def both():
+                first = await FutureWaiter(ready, executor)
+                second = await FutureWaiter(late, executor)
+                try:
+                    await FutureWaiter(failing, executor)
+                except ValueError as exc:
+                    return first, second, str(exc)
+
+            task = executor.create_task(both)
+            threading.Thread(target=late.set_result, args=('later',)).start()
+            threading.Thread(target=failing.set_exception, args=(ValueError('no'),)).start()
+            assert _result(task) == ('at once', 'later', 'no')
+        finally:
+            executor.shutdown(timeout_sec=5.0)
+            thread.join(timeout=5.0)
+
+
+def test_one_deadline_thread_fails_what_is_late_and_leaves_the_rest():
+    deadlines = Deadlines(name='test-deadlines')
+    try:
+        spared, late, kept = (concurrent.futures.Future() for _ in range(3))
+        deadlines.fail_after(spared, 0.05, lambda: None)        # its owner says: leave it
+        deadlines.fail_after(late, 0.1, lambda: TimeoutError('late'))
+        deadlines.fail_after(kept, 60.0, lambda: TimeoutError('never'))
+        kept.set_result('done in time')
+        with pytest.raises(TimeoutError, match='late'):
+            late.result(timeout=WAIT_S)
+        assert not spared.done()        # its deadline came before late's
+        assert kept.result() == 'done in time'
+        assert [t.name for t in threading.enumerate()].count('test-deadlines') == 1
+    finally:
+        deadlines.stop()
+    assert 'test-deadlines' not in [t.name for t in threading.enumerate()]
+
+
+def test_barriers_are_remembered_until_the_world_goes_back():
+    barriers = BarrierTracker(history=3)
+    waiting = barriers.future(12)
+    cancelled = barriers.future(12)
+    assert cancelled.cancel()
+    barriers.published(12, 0.1)
+    assert waiting.result(timeout=0) == 12 and cancelled.cancelled()
+    assert barriers.future(12).done() and barriers.last == (12, 0.1)
+    for step in (24, 36, 48):
+        barriers.published(step, step / 120)
+    assert not barriers.future(12).done()       # beyond the history
+    barriers.published(6, 0.05)                 # a reset: the old steps are gone
+    assert not barriers.future(48).done() and barriers.future(6).done()
+
+
+class FakeSource:
+    """A delivery source whose futures the test completes (as a remote sensor side would)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.asked: list[tuple[int, concurrent.futures.Future]] = []
+
+    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+        future = concurrent.futures.Future()
+        self.asked.append((step, future))
+        return future
+
+
+def test_a_step_combines_its_streams_and_says_what_was_late(ros_context):
+    node = rclpy.create_node('lockstep_combine', context=ros_context)
+    lockstep = Lockstep(node, barrier_timeout_s=5.0, ack_timeout_s=1.0)
+    try:
+        polaris, maxxum = FakeSource('polaris'), FakeSource('maxxum')
+        step = lockstep.step_delivered(12, [polaris, maxxum])
+        [(asked, maxxum_future)] = maxxum.asked
+        assert asked == 12
+        maxxum_future.set_result(StreamReport('maxxum', 12, 0.002))
+        assert not step.done()
+        polaris.asked[0][1].set_result(StreamReport(
+            'polaris', 12, 1.0, {'/polaris/lidar/points': ('/ns/viewer', '/recorder')}))
+        report = step.result(timeout=WAIT_S)
+        assert [stream.stream for stream in report.streams] == ['polaris', 'maxxum']
+        assert report.ack_wait_s == 1.0
+        assert report.warning == ('not acknowledged in time: /polaris/lidar/points (reliable '
+                                  'readers: /ns/viewer, /recorder)')
+        assert StepReport(24, ()).warning is None
+
+        failing = lockstep.step_delivered(24, [polaris, maxxum])
+        polaris.asked[1][1].set_exception(BarrierTimeout('polaris', 24, 5.0))
+        maxxum.asked[1][1].set_exception(BarrierTimeout('maxxum', 24, 5.0))
+        with pytest.raises(TimeoutError, match='no barrier of step 24 within 5 s on the sensor '
+                                               'stream of maxxum, polaris'):
+            failing.result(timeout=WAIT_S)
+        stats = lockstep.stats
+        assert (stats['steps'], stats['late_steps'], stats['failed_steps']) == (1, 1, 1)
+        assert stats['ack_wait_max_ms'] == 1000.0
+        [status] = lockstep.diagnostic_statuses()
+        assert status.level == status.WARN and '/recorder' in status.message
+        [status] = lockstep.diagnostic_statuses()
+        assert status.level == status.OK        # no new late step since the last report
+    finally:
+        lockstep.destroy()
+        node.destroy_node()

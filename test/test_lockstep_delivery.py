@@ -1,0 +1,334 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Lockstep across processes: when a step answers, every reliable reader already has all of it.
+
+The emulator runs two agents (Polaris, Maxxum) in lockstep; the session is the real
+``acres_bridge`` executable in a process of its own, with the Fast DDS configuration of the
+environment (stock by default); each subscriber is a separate process
+(test/lockstep_subscriber.py) that prints when DDS received each message. This process steps
+through ``step_simulation`` and ``simulate_steps`` and notes when each answer arrived.
+"""
+
+import collections
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from conftest import SpinningExecutor
+from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticStatus
+import pytest
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from sim_control_graph import wait_for
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import StepSimulation
+
+pytestmark = [pytest.mark.ros, pytest.mark.delivery]
+AGENTS = ('polaris', 'maxxum')
+PHYSICS_HZ = 120
+WAIT_S = 30.0
+HERE = os.path.dirname(os.path.abspath(__file__))
+# 20 step calls of mixed sizes; odd calls go through the action.
+SIZES = (12, 12, 5, 7, 24, 1, 36, 36, 3, 17, 60, 2, 9, 11, 48, 1, 30, 6, 120, 13)
+
+
+class Reception:
+    """What a subscriber process received: DDS reception times (ns) per topic."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+        self.times: dict[str, list[int]] = collections.defaultdict(list)
+        self.matched = threading.Event()
+        self._condition = threading.Condition()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            if line.strip() == 'matched':
+                self.matched.set()
+                continue
+            topic, _, received = line.strip().partition(' ')
+            if received.isdigit():
+                with self._condition:
+                    self.times[topic].append(int(received))
+                    self._condition.notify_all()
+
+    def wait_counts(self, counts: dict[str, int], timeout_s: float = WAIT_S) -> None:
+        with self._condition:
+            if not self._condition.wait_for(lambda: all(
+                    len(self.times[topic]) >= count for topic, count in counts.items()),
+                    timeout_s):
+                short = {topic: (len(self.times[topic]), count)
+                         for topic, count in counts.items() if len(self.times[topic]) < count}
+                raise AssertionError(f'(received, expected) by the subscriber: {short}')
+
+    def received_by(self, deadline_ns: int) -> dict[str, int]:
+        with self._condition:
+            return {topic: sum(1 for t in times if t <= deadline_ns)
+                    for topic, times in self.times.items()}
+
+
+def expected_counts(emulator, total_steps: int, calls: int) -> dict[str, int]:
+    """Every message a reader has after ``total_steps`` steps in ``calls`` step calls."""
+    counts = {'/clock': total_steps}
+    for agent in emulator.world.agents:
+        layout = agent.layout
+
+        def due(sensor: str) -> int:
+            section = layout[sensor]
+            return total_steps * section['hz'] // PHYSICS_HZ if section['enabled'] else 0
+        ins, lidar, camera = due('ins'), due('lidar'), due('camera')
+        counts.update({
+            f'/{agent.name}/ins/fix': ins, f'/{agent.name}/ins/imu': ins,
+            f'/{agent.name}/ins/odometry': ins, f'/{agent.name}/ground_truth/odometry': ins,
+            f'/{agent.name}/lidar/points': lidar, f'/{agent.name}/camera/image_raw': camera,
+            f'/{agent.name}/camera/camera_info': camera, f'/{agent.name}/step_barrier': calls})
+    return counts
+
+
+def wait_until(predicate, what: str, timeout_s: float = WAIT_S) -> None:
+    wait_for(predicate, timeout_s, what)
+
+
+class Session:
+    """The bridge executable, subscriber processes and a client node in this process."""
+
+    def __init__(self, emulator, context, ack_timeout_s: float,
+                 bridge_environment: dict[str, str] | None = None) -> None:
+        self.emulator = emulator
+        self.log = tempfile.TemporaryFile(mode='w+')
+        self.bridge = subprocess.Popen(
+            [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+             '-p', f'port:={emulator.control_port}', '-p', f'ack_timeout_s:={ack_timeout_s}'],
+            stdout=self.log, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, **(bridge_environment or {})})
+        self.readers: list[Reception] = []
+        self.spinner = SpinningExecutor(context)
+        self.node = self.spinner.add(rclpy.create_node('lockstep_client', context=context))
+        self.statuses: list[DiagnosticStatus] = []
+        self._status_lock = threading.Lock()
+        self.node.create_subscription(
+            DiagnosticArray, '/diagnostics', self._on_diagnostics,
+            QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+        self.service = self.node.create_client(StepSimulation, '/step_simulation')
+        self.action = ActionClient(self.node, SimulateSteps, '/simulate_steps')
+        self.total_steps = 0
+        self.calls = 0
+
+    def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        with self._status_lock:
+            self.statuses.extend(status for status in message.status
+                                 if status.name.endswith(': lockstep'))
+
+    def lockstep_status(self, predicate=lambda status: True) -> DiagnosticStatus:
+        found: list[DiagnosticStatus] = []
+
+        def seen() -> bool:
+            with self._status_lock:
+                found[:] = [status for status in self.statuses if predicate(status)]
+            return bool(found)
+        wait_until(seen, 'a lockstep status in /diagnostics')
+        return found[-1]
+
+    def add_reader(self, name: str, reliability: str = 'reliable') -> Reception:
+        process = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, 'lockstep_subscriber.py'), name, reliability,
+             *AGENTS], stdout=subprocess.PIPE, text=True)
+        reader = Reception(process)
+        self.readers.append(reader)
+        return reader
+
+    def ready(self) -> None:
+        """Wait for the services, the streams, every reader matched, then step once."""
+        assert self.service.wait_for_service(timeout_sec=WAIT_S), self.output()
+        assert self.action.wait_for_server(timeout_sec=WAIT_S), self.output()
+        wait_until(lambda: all(stream.has_client for stream in self.emulator.streams),
+                   'the bridge to connect both sensor streams')
+        for reader in self.readers:
+            assert reader.matched.wait(WAIT_S), 'a subscriber process never matched'
+        # A first step, unchecked: afterwards every reader holds all of it, so each stream
+        # is connected and each reader matched with every writer.
+        self.step(12, action=False)
+        for reader in self.readers:
+            if reader.process.poll() is None:
+                reader.wait_counts(self.expected())
+
+    def expected(self) -> dict[str, int]:
+        return expected_counts(self.emulator, self.total_steps, self.calls)
+
+    def step(self, steps: int, *, action: bool) -> tuple[int, Result, float]:
+        """Step; return the wall time (ns) at which the answer arrived, its result, the wait."""
+        answered = threading.Event()
+        outcome = {}
+
+        def finish(result: Result) -> None:
+            outcome['at_ns'] = time.time_ns()
+            outcome['result'] = result
+            answered.set()
+
+        started = time.monotonic()
+        if action:
+            goal = SimulateSteps.Goal()
+            goal.steps = steps
+
+            def accepted(future) -> None:
+                future.result().get_result_async().add_done_callback(
+                    lambda done: finish(done.result().result.result))
+            self.action.send_goal_async(goal).add_done_callback(accepted)
+        else:
+            request = StepSimulation.Request()
+            request.steps = steps
+            self.service.call_async(request).add_done_callback(
+                lambda done: finish(done.result().result))
+        assert answered.wait(WAIT_S + 60), f'no answer to a step of {steps}\n{self.output()}'
+        self.total_steps += steps
+        self.calls += 1
+        return outcome['at_ns'], outcome['result'], time.monotonic() - started
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def close(self) -> None:
+        for reader in self.readers:
+            reader.process.send_signal(signal.SIGCONT)
+            reader.process.terminate()
+        self.spinner.shutdown()
+        self.bridge.send_signal(signal.SIGINT)
+        try:
+            self.bridge.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.bridge.kill()
+        for reader in self.readers:
+            try:
+                reader.process.wait(timeout=WAIT_S)
+            except subprocess.TimeoutExpired:
+                reader.process.kill()
+        self.node.destroy_node()
+        self.log.close()
+
+
+@pytest.fixture
+def session_factory(ros_context, emulator_factory):
+    sessions = []
+
+    def start(ack_timeout_s: float = 5.0, bridge_environment=None) -> Session:
+        emulator = emulator_factory(vehicles=AGENTS, lockstep=True, drive='hold')
+        session = Session(emulator, ros_context, ack_timeout_s, bridge_environment)
+        sessions.append(session)
+        return session
+
+    try:
+        yield start
+    finally:
+        for session in sessions:
+            session.close()
+
+
+def check_steps(session: Session, reader: Reception, sizes: tuple[int, ...]) -> list[float]:
+    """Step through ``sizes``; at each answer the reader must hold every message so far."""
+    waits = []
+    for call, steps in enumerate(sizes):
+        at_ns, result, wait_s = session.step(steps, action=call % 2 == 1)
+        assert result.result == Result.RESULT_OK, result.error_message
+        assert result.error_message == '', result.error_message
+        expected = session.expected()
+        reader.wait_counts(expected)
+        received = reader.received_by(at_ns)
+        missing = {topic: f'{received.get(topic, 0)} of {count}'
+                   for topic, count in expected.items() if received.get(topic, 0) != count}
+        assert not missing, (f'call {call + 1} ({steps} steps, '
+                             f'{"action" if call % 2 else "service"}): at the answer the '
+                             f'reader had {missing}')
+        waits.append(wait_s)
+    return waits
+
+
+def test_every_step_answers_after_every_reliable_reader_has_all_of_it(session_factory):
+    session = session_factory()
+    reader = session.add_reader('lockstep_reader')
+    session.ready()
+    waits = check_steps(session, reader, SIZES)
+    status = session.lockstep_status(
+        lambda status: status.message.startswith(f'{len(SIZES) + 1} steps delivered'))
+    values = {value.key: value.value for value in status.values}
+    assert values['late_steps'] == '0' and values['failed_steps'] == '0'
+    print(f'\nlockstep: {len(SIZES)} calls, answer p50 {statistics.median(waits) * 1e3:.1f} ms '
+          f'max {max(waits) * 1e3:.1f} ms; ack wait per step p50 {values["ack_wait_p50_ms"]} '
+          f'ms max {values["ack_wait_max_ms"]} ms')
+
+
+def test_the_answer_waits_for_acknowledgements_with_fast_dds_stock_heartbeats(
+        session_factory, tmp_path):
+    # A user's profile that sets nothing takes precedence over the bridge's own settings, so
+    # its writers keep the stock 3 s heartbeat: readers acknowledge that late, and without
+    # the acknowledgement wait a step answers before some of its messages arrived.
+    profile = tmp_path / 'stock.xml'
+    profile.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<dds xmlns="http://www.eprosima.com">'
+        '<profiles><participant profile_name="stock" is_default_profile="true"><rtps/>'
+        '</participant></profiles></dds>\n')
+    session = session_factory(bridge_environment={
+        'FASTDDS_DEFAULT_PROFILES_FILE': str(profile),
+        'FASTRTPS_DEFAULT_PROFILES_FILE': str(profile)})
+    reader = session.add_reader('lockstep_reader')
+    session.ready()
+    check_steps(session, reader, SIZES[:6])
+
+
+def test_a_best_effort_reader_is_not_waited_for(session_factory):
+    session = session_factory()
+    session.add_reader('lockstep_reader')
+    stopped = session.add_reader('best_effort_reader', 'best_effort')
+    session.ready()
+    stopped.process.send_signal(signal.SIGSTOP)     # it could never acknowledge anything
+    for call, steps in enumerate((12, 24, 5)):
+        at_ns, result, wait_s = session.step(steps, action=call == 1)
+        assert result.result == Result.RESULT_OK and result.error_message == '', (
+            result.error_message)
+    status = session.lockstep_status(
+        lambda status: status.message.startswith('4 steps delivered'))
+    values = {value.key: value.value for value in status.values}
+    assert (status.level, values['late_steps']) == (DiagnosticStatus.OK, '0')
+
+
+def test_a_reader_that_never_acknowledges_is_named_and_the_step_still_answers(
+        session_factory):
+    session = session_factory(ack_timeout_s=1.0)
+    reader = session.add_reader('stalled_reader')
+    session.ready()
+    reader.process.send_signal(signal.SIGSTOP)
+    for call in range(2):
+        at_ns, result, wait_s = session.step(12, action=call == 1)
+        assert result.result == Result.RESULT_OK        # the world did step
+        assert 'step ' in result.error_message and 'not acknowledged in time' in (
+            result.error_message)
+        assert '/stalled_reader' in result.error_message
+        assert wait_s >= 1.0        # it waited for the time-out before answering
+    status = session.lockstep_status(lambda status: status.level == DiagnosticStatus.WARN)
+    assert '/stalled_reader' in status.message and 'not acknowledged in time' in status.message
+    assert '/polaris/lidar/points' in status.message
+    assert 'stalled_reader' in session.output()     # and in the bridge's log
