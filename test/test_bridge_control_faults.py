@@ -42,6 +42,8 @@ pytestmark = pytest.mark.ros
 
 FAILED = Result.RESULT_OPERATION_FAILED
 FAST = {'timeout_s': 0.3, 'reconnect_s': 0.05}
+# For tests whose replies do come: a time-out a loaded machine cannot reach by accident.
+PATIENT = {'timeout_s': 10.0, 'reconnect_s': 0.05}
 
 
 @pytest.fixture
@@ -134,7 +136,7 @@ def test_the_episode_of_each_new_connection_is_published(graph, proxy):
 
 def test_a_simulator_without_the_op_answers_0(emulator_factory, tmp_path):
     core = emulator_factory(mode='core', lockstep=True, drive='hold')
-    graph = ControlGraph(core.control_port, parameters=FAST)
+    graph = ControlGraph(core.control_port, parameters=PATIENT)
     try:
         response = graph.call(Screenshot, 'acres/screenshot',
                               Screenshot.Request(path=str(tmp_path / 'view.png')))
@@ -151,7 +153,7 @@ def scripted():
     def start(replies: dict[str, dict]) -> ControlGraph:
         simulator = ScriptedSimulator(replies)
         simulators.append(simulator)
-        graph = ControlGraph(simulator.port, parameters=FAST)
+        graph = ControlGraph(simulator.port, parameters=PATIENT)
         simulators.append(graph)
         wait_for(lambda: graph.node.control.connected, what='the connection')
         return graph
