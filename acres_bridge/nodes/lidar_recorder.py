@@ -1,0 +1,214 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The ``lidar_recorder`` node: an organised PointCloud2 plus odometry to acres-lidar-dataset-1.
+
+It subscribes to ``points_topic``, ``odometry_topic``, ``fix_topic`` and ``/tf_static`` (relative
+names resolve in the node's namespace, so one recorder per agent lives under the agent's name)
+and hands every message to :class:`~acres_bridge.dataset.recorder.LidarRecorder`, which writes
+``<root>/<set>/<sequence>/``. The open shard is committed every 10 s of wall time, at each
+256th scan and when the node is destroyed (Ctrl-C), so a crash loses at most 10 s of scans.
+"""
+
+import signal
+import threading
+
+from nav_msgs.msg import Odometry
+from rclpy.executors import Executor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import HistoryPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from sensor_msgs.msg import NavSatFix
+from sensor_msgs.msg import PointCloud2
+from tf2_msgs.msg import TFMessage
+
+from acres_bridge.dataset.cloud import cloud_to_organised
+from acres_bridge.dataset.cloud import mount_of
+from acres_bridge.dataset.cloud import odometry_to_sample
+from acres_bridge.dataset.cloud import stamp_ns_of
+from acres_bridge.dataset.cloud import transforms_of
+from acres_bridge.dataset.format import data_root
+from acres_bridge.dataset.format import DatasetError
+from acres_bridge.dataset.format import META
+from acres_bridge.dataset.recorder import default_sequence_name
+from acres_bridge.dataset.recorder import LidarRecorder
+from acres_bridge.nodes.parameters import declare_lidar_recorder_parameters
+from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.process import run_until_shutdown
+
+# At ten times real time 100 clouds arrive per second: half a second of them may wait while a
+# shard is handed to the writer. Odometry comes at 1000/s at 10x.
+POINTS_DEPTH = 50
+ODOMETRY_DEPTH = 1000
+FIX_DEPTH = 100
+POLL_PERIOD_S = 1.0
+LOG_INTERVAL_S = 5.0
+
+
+def _reliable(depth: int, *, latched: bool = False) -> QoSProfile:
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+
+
+class LidarRecorderNode(Node):
+    """
+    The node of the ``lidar_recorder`` executable.
+
+    :raises ParameterError: for a bad parameter, or an existing sequence with ``existing``
+        ``refuse``.
+    """
+
+    def __init__(self, node_name: str = 'lidar_recorder', **node_kwargs) -> None:
+        super().__init__(node_name, **node_kwargs)
+        settings = declare_lidar_recorder_parameters(self)
+        self.settings = settings
+        root = data_root(settings.root or None)
+        sequence = settings.sequence or default_sequence_name(self.get_namespace())
+        folder = root / settings.set_name / sequence
+        if settings.existing == 'refuse' and (folder / META).exists():
+            raise ParameterError(f'parameter sequence: {folder} exists and existing is refuse; '
+                                 'choose another sequence name')
+        self.points_topic = self.resolve_topic_name(settings.points_topic)
+        odometry_topic = self.resolve_topic_name(settings.odometry_topic)
+        ground_truth = 'ground_truth' in odometry_topic
+        self.recorder = LidarRecorder(
+            root, settings.set_name, sequence, split=settings.split, existing=settings.existing,
+            ground_truth=ground_truth, log=self.get_logger().info,
+            source={'kind': 'ros', 'node': self.get_fully_qualified_name(),
+                    'points_topic': self.points_topic, 'odometry_topic': odometry_topic,
+                    'fix_topic': None if ground_truth else self.resolve_topic_name(
+                        settings.fix_topic)})
+        self.folder = folder
+        self.failed: str | None = None
+        self.skipped = 0
+        self._lock = threading.Lock()
+        self._transforms: dict[str, tuple] = {}
+        self._frame_id: str | None = None
+        self.create_subscription(PointCloud2, settings.points_topic, self._on_cloud,
+                                 _reliable(POINTS_DEPTH))
+        self.create_subscription(Odometry, settings.odometry_topic, self._on_odometry,
+                                 _reliable(ODOMETRY_DEPTH))
+        if not ground_truth:
+            self.create_subscription(NavSatFix, settings.fix_topic, self._on_fix,
+                                     _reliable(FIX_DEPTH))
+        self.create_subscription(TFMessage, '/tf_static', self._on_tf_static,
+                                 _reliable(100, latched=True))
+        self._timer = self.create_timer(POLL_PERIOD_S, self._poll)
+        self.get_logger().info(
+            f'recording {self.points_topic} with {odometry_topic} into {folder} '
+            f'(split {settings.split})')
+
+    @property
+    def scans(self) -> int:
+        """The scans recorded in the sequence (earlier runs included)."""
+        writer = self.recorder.writer
+        return 0 if writer is None else writer.scans
+
+    def _on_cloud(self, message: PointCloud2) -> None:
+        if self.failed is not None:
+            self.skipped += 1
+            return
+        try:
+            cloud = cloud_to_organised(message)
+            with self._lock:
+                if self._frame_id != cloud.frame_id:
+                    self._frame_id = cloud.frame_id
+                    self._update_mount()
+                self.recorder.add_cloud(cloud)
+        except DatasetError as exc:
+            self.skipped += 1
+            if self.recorder.writer is None or 'writing' in str(exc):
+                # Nothing can be recorded (an existing sequence of another shape, a full disk).
+                self.failed = str(exc)
+                self.get_logger().error(f'not recording: {exc}')
+            else:
+                self.get_logger().warning(f'scan skipped ({self.skipped} so far): {exc}',
+                                          throttle_duration_sec=LOG_INTERVAL_S)
+
+    def _on_odometry(self, message: Odometry) -> None:
+        with self._lock:
+            self.recorder.add_odometry(odometry_to_sample(message))
+
+    def _on_fix(self, message: NavSatFix) -> None:
+        with self._lock:
+            self.recorder.add_fix_status(stamp_ns_of(message.header), message.status.status)
+
+    def _on_tf_static(self, message: TFMessage) -> None:
+        with self._lock:
+            for parent, child, translation, rotation in transforms_of(message):
+                self._transforms[child] = (parent, child, translation, rotation)
+            self._update_mount()
+
+    def _update_mount(self) -> None:
+        if self._frame_id is not None:
+            self.recorder.set_mount(mount_of(self._transforms.values(), self._frame_id))
+
+    def _poll(self) -> None:
+        if self.failed is None:
+            with self._lock:
+                try:
+                    self.recorder.poll()
+                except DatasetError as exc:
+                    self.failed = str(exc)
+                    self.get_logger().error(f'not recording: {exc}')
+
+    def close(self) -> None:
+        """Commit the open shard and wait for the writes (idempotent)."""
+        # rclpy wakes the executor on Ctrl-C and also lets Python raise KeyboardInterrupt in
+        # the main thread, which can land here, after spinning stopped: the commit of the last
+        # scans is finished rather than cut short, and a second Ctrl-C waits for it.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            with self._lock:
+                for _ in range(3):
+                    try:
+                        self.recorder.close()
+                        break
+                    except KeyboardInterrupt:
+                        continue
+                    except DatasetError as exc:
+                        self.get_logger().error(f'the last scans were not written: {exc}')
+                        break
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+        with self._lock:
+            if self.recorder.writer is not None:
+                self.get_logger().info(
+                    f'{self.recorder.writer.scans} scans in {self.folder}')
+
+    def destroy_node(self) -> None:
+        """Commit what is open, then destroy the subscriptions."""
+        self.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the lidar_recorder node until Ctrl-C; 2 with one line on stderr for a bad parameter."""
+    def build(executor: Executor):
+        node = LidarRecorderNode()
+        executor.add_node(node)
+        return node.destroy_node
+
+    return run_until_shutdown('lidar_recorder', SingleThreadedExecutor, build, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

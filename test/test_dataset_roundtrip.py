@@ -1,0 +1,222 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Emulator scans through the bridge's cloud conversion into the dataset and back.
+
+The scans come from the emulator's LiDAR model (a drive past the garage, another vehicle in
+view), are converted to PointCloud2 by the bridge's own ``lidar_frame_to_cloud`` (xyzi and
+xyzirt), recorded by :class:`LidarRecorder` and read back with :class:`LidarSet`. No rclpy
+graph: the node test (test_lidar_recorder.py) covers the topics.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from acres_bridge.conversions.clock import make_header
+from acres_bridge.conversions.lidar import lidar_frame_to_cloud
+from acres_bridge.dataset import LidarSet
+from acres_bridge.dataset import TopView
+from acres_bridge.dataset.calibration import lens_centres
+from acres_bridge.dataset.cloud import cloud_to_organised
+from acres_bridge.dataset.cloud import OdometrySample
+from acres_bridge.dataset.cloud import OrganisedCloud
+from acres_bridge.dataset.format import FLAG_GAP
+from acres_bridge.dataset.format import QUALITY_RTK
+from acres_bridge.dataset.format import RANGE_STEP_M
+from acres_bridge.dataset.recorder import LidarRecorder
+from acres_bridge.emulator.sensors.layouts import hello_layout
+from acres_bridge.emulator.sensors.lidar import lidar_scan
+from acres_bridge.emulator.sensors.poses import Pose
+from acres_bridge.emulator.sensors.props import vehicle_prop
+from acres_bridge.emulator.terrain import Terrain
+from acres_bridge.protocol.frames import FrameHeader
+from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.frames import LidarFrame
+
+SCANS = 12
+PERIOD_S = 0.1
+GARAGE = (-38.7097, -140.5131)
+
+
+@pytest.fixture(scope='module')
+def drive() -> list[tuple[float, Pose, np.ndarray]]:
+    """Return (stamp, pose, (columns, rings, 4) points) of a short drive north of the garage."""
+    terrain = Terrain()
+    layout = hello_layout('polaris', 'polaris')
+    rng = np.random.default_rng(7)
+    other = Pose.from_xyz_yaw(GARAGE[0] + 6.0, GARAGE[1] + 14.0,
+                              float(terrain.height_at(GARAGE[0] + 6.0, GARAGE[1] + 14.0)), 0.3)
+    props = [vehicle_prop('maxxum', 'maxxum', other)]
+    scans = []
+    for k in range(SCANS):
+        x, y = GARAGE[0], GARAGE[1] + 0.4 * k
+        pose = Pose.from_xyz_yaw(x, y, float(terrain.height_at(x, y)), math.pi / 2)
+        scans.append((1.0 + PERIOD_S * k, pose, lidar_scan(layout, pose, props, terrain,
+                                                           rng=rng)))
+    return scans
+
+
+def _frame(stamp_s: float, points: np.ndarray, sequence: int) -> LidarFrame:
+    columns, rings = points.shape[:2]
+    header = FrameHeader(FrameType.LIDAR, 0, sequence, 16 + points.nbytes, stamp_s, stamp_s)
+    return LidarFrame(header, columns, rings, 16, memoryview(points.tobytes()))
+
+
+def _record(root, drive, *, fields: str, sequence: str, mirror: bool = False,
+            skip: tuple[int, ...] = ()) -> LidarSet:
+    recorder = LidarRecorder(root, 'roundtrip', sequence, split='val')
+    for k, (stamp, pose, points) in enumerate(drive):
+        x, y, z = pose.position
+        qx, qy, qz, qw = pose.orientation
+        stamp_ns = round(stamp * 1e9)
+        for offset in (-5_000_000, 5_000_000):
+            recorder.add_odometry(OdometrySample(stamp_ns + offset, (x, y, z), (qx, qy, qz, qw),
+                                                 (4.0, 0.0, 0.0), (0.0, 0.0, 0.01)))
+        recorder.add_fix_status(stamp_ns - 5_000_000, 2)
+        if k in skip:
+            continue
+        cloud = cloud_to_organised(lidar_frame_to_cloud(
+            _frame(stamp, points, k), make_header(stamp, 'polaris/lidar'), fields=fields,
+            sweep_s=PERIOD_S))
+        if mirror:
+            # The same scene from a counter-clockwise LiDAR: source column k looks at +k steps
+            # and fires in index order, (1799 - k) / 1800 sweeps before the stamp.
+            index = (-np.arange(cloud.columns)) % cloud.columns
+            cloud = OrganisedCloud(cloud.stamp_ns, cloud.frame_id, cloud.xyz[:, index],
+                                   cloud.intensity[:, index], cloud.time_s)
+        recorder.set_mount(([2.5, 0.0, 2.039], [-1.518, 5.317, 0.0]))
+        recorder.add_cloud(cloud)
+    recorder.close()
+    return LidarSet.open('roundtrip', root=root)
+
+
+@pytest.mark.parametrize('fields', ['xyzi', 'xyzirt'])
+def test_stored_range_is_within_a_half_step_of_the_lens_distance_and_nan_stays_nan(
+        tmp_path, drive, fields):
+    sequence = _record(tmp_path, drive, fields=fields, sequence=fields)[fields]
+    assert len(sequence) == SCANS
+    lens = lens_centres(1800, 0.035)
+    worst = 0.0
+    for k, (_, _, points) in enumerate(drive):
+        source = points[..., :3].transpose(1, 0, 2).astype(np.float64)   # (rings, columns, 3)
+        returns = np.isfinite(source).all(axis=-1)
+        stored = sequence.range_raw(k)
+        assert np.array_equal(stored > 0, returns)
+        assert np.array_equal(np.isnan(sequence.range_m(k)), ~returns)
+        distance = np.linalg.norm(source - lens[np.newaxis], axis=-1)
+        error = np.abs(stored * RANGE_STEP_M - distance)[returns]
+        worst = max(worst, float(error.max()))
+        intensity = sequence.intensity(k)
+        assert np.array_equal(intensity[returns],
+                              points[..., 3].T[returns].astype(np.uint8))
+        assert not intensity[~returns].any()
+    assert worst <= RANGE_STEP_M / 2
+    print(f'largest range error {worst * 1e3:.4f} mm over {SCANS} scans ({fields})')
+
+
+def test_calibration_points_give_back_the_source_points(tmp_path, drive):
+    sequence = _record(tmp_path, drive, fields='xyzirt', sequence='points')['points']
+    calibration = sequence.calibration
+    assert calibration.raw['estimated']
+    errors = []
+    for k, (_, _, points) in enumerate(drive):
+        source = points[..., :3].transpose(1, 0, 2)
+        returns = np.isfinite(source).all(axis=-1)
+        xyz = calibration.points(sequence.range_m(k), 'sensor')
+        assert xyz.shape == (32, 1800, 3) and xyz.dtype == np.float32
+        assert np.isnan(xyz[~returns]).all()
+        errors.append(np.linalg.norm(xyz[returns] - source[returns], axis=-1))
+    error = np.concatenate(errors)
+    rms = float(np.sqrt(np.mean(error ** 2)))
+    print(f'calibration.points: {error.size} returns, RMS {rms * 1e3:.3f} mm, largest '
+          f'{error.max() * 1e3:.2f} mm, 99th percentile {np.percentile(error, 99) * 1e3:.2f} mm')
+    assert rms <= 0.002
+    # base_footprint: the mount of /tf_static, R = Rz Ry Rx.
+    base = calibration.points(sequence.range_m(0), 'base')
+    roll, pitch, yaw = np.radians([-1.518, 5.317, 0.0])
+    rx = np.array([[1, 0, 0], [0, math.cos(roll), -math.sin(roll)],
+                   [0, math.sin(roll), math.cos(roll)]])
+    ry = np.array([[math.cos(pitch), 0, math.sin(pitch)], [0, 1, 0],
+                   [-math.sin(pitch), 0, math.cos(pitch)]])
+    expected = calibration.points(sequence.range_m(0)) @ (ry @ rx).T + [2.5, 0.0, 2.039]
+    assert np.allclose(base, expected, atol=1e-4, equal_nan=True)
+    assert yaw == 0.0
+
+
+def test_scan_table_has_poses_quality_and_counts(tmp_path, drive):
+    sequence = _record(tmp_path, drive, fields='xyzi', sequence='table', skip=(5,))['table']
+    scans = sequence.scans
+    assert len(scans) == SCANS - 1
+    assert list(scans['source_index']) == [k for k in range(SCANS) if k != 5]
+    assert [bool(flag & FLAG_GAP) for flag in scans['flags']] == [
+        k == 6 for k in range(SCANS) if k != 5]
+    kept = [item for k, item in enumerate(drive) if k != 5]
+    for row, (stamp, pose, points) in zip(scans, kept):
+        assert row['stamp_ns'] == round(stamp * 1e9) and row['t'] == pytest.approx(stamp)
+        assert (row['east'], row['north'], row['up']) == pytest.approx(tuple(pose.position))
+        assert (row['qx'], row['qy'], row['qz'], row['qw']) == pytest.approx(
+            tuple(pose.orientation), abs=1e-6)
+        assert row['speed'] == pytest.approx(4.0) and row['yaw_rate'] == pytest.approx(0.01)
+        assert row['pose_quality'] == QUALITY_RTK
+        returns = np.isfinite(points[..., 0])
+        assert row['returns'] == np.count_nonzero(returns)
+        assert row['dropped_columns'] == np.count_nonzero(~returns.any(axis=1))
+    assert sequence.split == 'val' and sequence.meta['simulated'] is True
+
+
+def test_a_counter_clockwise_source_is_stored_in_the_clockwise_order(tmp_path, drive):
+    dataset = _record(tmp_path, drive, fields='xyzirt', sequence='cw')
+    mirrored = _record(tmp_path, drive, fields='xyzirt', sequence='ccw', mirror=True)
+    cw, ccw = dataset['cw'], mirrored['ccw']
+    assert np.array_equal(cw.range_raw(slice(None)), ccw.range_raw(slice(None)))
+    assert np.array_equal(cw.intensity([0, 3]), ccw.intensity([0, 3]))
+    # The firing order says which stored column fired when.
+    assert cw.calibration.firing_clockwise and not ccw.calibration.firing_clockwise
+    times_cw = cw.calibration.column_times_s()
+    assert times_cw[-1] == pytest.approx(0.0, abs=1e-6)
+    assert times_cw[0] == pytest.approx(-PERIOD_S * 1799 / 1800, abs=1e-6)
+    times_ccw = ccw.calibration.column_times_s()
+    # Source column k is stored at (1800 - k) mod 1800 and fired (1799 - k) / 1800 sweeps early.
+    source = np.arange(1800)
+    assert np.allclose(times_ccw[(-source) % 1800], (source - 1799) * PERIOD_S / 1800,
+                       atol=1e-6)
+
+
+def test_top_view_of_a_recorded_scan(tmp_path, drive):
+    sequence = _record(tmp_path, drive, fields='xyzi', sequence='top')['top']
+    view = TopView()
+    grid = view(sequence.calibration, sequence.range_m(0))
+    assert grid.shape == (2, 256, 256) and grid.dtype == np.float32
+    several = view(sequence.calibration, sequence.range_m(slice(0, 3)))
+    assert several.shape == (3, 2, 256, 256)
+    assert np.array_equal(several[0], grid)
+    occupied = grid[0] == 1.0
+    assert occupied.sum() > 500
+    assert np.all(grid[1][~occupied] == view.z_min)
+    assert np.all((grid[1][occupied] >= view.z_min) & (grid[1][occupied] <= view.z_max))
+    # The other vehicle, 6 m right... of the world's east, ahead and left of the Polaris
+    # (yaw north): x forward = north, y left = west.
+    points = sequence.calibration.points(sequence.range_m(0), 'base')
+    x, y, z = points[..., 0], points[..., 1], points[..., 2]
+    with np.errstate(invalid='ignore'):
+        high = (z > 0.5) & (z < 3.0) & (np.hypot(x, y) < 25.0)
+    cells = {(int((xi + 25.6) // 0.2), int((yi + 25.6) // 0.2)) for xi, yi in
+             zip(x[high], y[high])}
+    assert cells and all(grid[0][i, j] == 1.0 for i, j in cells)
+    assert np.all(grid[1][tuple(np.array(sorted(cells)).T)] > 0.5)
+    small = TopView(x_min=0.0, y_min=-12.8, cell_m=0.1)
+    assert small(sequence.calibration, sequence.range_m(slice(0, 8))).shape == (8, 2, 256, 256)
