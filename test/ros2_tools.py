@@ -1,0 +1,243 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Run the real ros2 commands and launch_test as a user does: in a shell that sourced setup.bash.
+
+The tools are the wheels of ../shared/ros-tooling/, which tools/bootstrap.py installs into the
+prefix whenever that folder exists. Then a missing tool is a failure, not a skip: only a prefix
+made without that folder (so without the tools) skips. Every command gets
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and the run's ROS_DOMAIN_ID (set by conftest.py).
+"""
+
+from collections.abc import Iterable
+from collections.abc import Sequence
+import os
+from pathlib import Path
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PREFIX = Path(sys.prefix)
+ENV_SCRIPT = PREFIX / 'setup.bash'
+TOOLING = ROOT.parent / 'shared' / 'ros-tooling'
+PACKAGE = 'acres_bridge'
+# What a process prints when Python dies of an exception (a KeyboardInterrupt included).
+TRACEBACK = 'Traceback (most recent call last)'
+
+
+def require_tooling() -> None:
+    """Fail when the prefix should have the ros2 tools and lacks them; skip when it cannot."""
+    missing = [str(path) for path in (ENV_SCRIPT, PREFIX / 'bin' / 'ros2',
+                                      PREFIX / 'bin' / 'launch_test') if not path.is_file()]
+    if not missing:
+        return
+    made_with_tooling = (PREFIX / '.acres-setup' / 'tooling.stamp').is_file()
+    message = f'the ros2 tools are missing from {PREFIX}: {", ".join(missing)}'
+    if TOOLING.is_dir() or made_with_tooling:
+        pytest.fail(f'{message} ({TOOLING} exists: run tools/bootstrap.py or tools/test)')
+    pytest.skip(f'{message}, and there is no {TOOLING} to install them from')
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """Return the environment of a command: this run's graph, unbuffered Python output."""
+    env = dict(os.environ)
+    env.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', PYTHONUNBUFFERED='1',
+               ROS_DOMAIN_ID=os.environ['ROS_DOMAIN_ID'])
+    env.update(extra)
+    return env
+
+
+def sourced(args: Sequence[str]) -> list[str]:
+    """Return ``args`` as a command run by bash after ``source <prefix>/setup.bash``."""
+    return ['bash', '-c', 'source "$0" && exec "$@"', str(ENV_SCRIPT), *args]
+
+
+def run(args: Sequence[str], timeout_s: float = 60.0, **extra_env: str) -> (
+        subprocess.CompletedProcess):
+    """Run a command to its end; its output (stdout and stderr) is in ``stdout``."""
+    return subprocess.run(sourced(args), env=environment(**extra_env), cwd=ROOT, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s,
+                          check=False)
+
+
+def free_ports(count: int) -> list[int]:
+    """Return ``count`` loopback TCP ports that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for item in sockets:
+            item.bind(('127.0.0.1', 0))
+        return [item.getsockname()[1] for item in sockets]
+    finally:
+        for item in sockets:
+            item.close()
+
+
+class Background:
+    """
+    A command in a process group of its own (as a terminal runs it), its output collected.
+
+    :param args: the command (run after sourcing setup.bash).
+    :param extra_env: more environment variables.
+    """
+
+    def __init__(self, args: Sequence[str], **extra_env: str) -> None:
+        self.args = list(args)
+        self._lines: list[str] = []
+        self._changed = threading.Condition()
+        self.process = subprocess.Popen(
+            sourced(args), env=environment(**extra_env), cwd=ROOT, text=True, errors='replace',
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, name='ros2-output', daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            with self._changed:
+                self._lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def output(self) -> str:
+        with self._changed:
+            return ''.join(self._lines)
+
+    def tail(self, lines: int = 40) -> str:
+        with self._changed:
+            return ''.join(self._lines[-lines:])
+
+    def wait_for(self, pattern: str, timeout_s: float = 30.0,
+                 give_up: str = r'process has died|Traceback') -> re.Match:
+        """Wait for a line matching ``pattern``; fail with the output's tail, or at once on
+        a line matching ``give_up`` (a process of the launch died)."""
+        expression = re.compile(pattern)
+        failure = re.compile(give_up) if give_up else None
+        deadline = time.monotonic() + timeout_s
+        checked = 0
+        with self._changed:
+            while True:
+                for line in self._lines[checked:]:
+                    match = expression.search(line)
+                    if match:
+                        return match
+                    if failure is not None and failure.search(line):
+                        deadline = 0.0
+                checked = len(self._lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
+                    break
+                self._changed.wait(min(left, 0.5))
+        pytest.fail(f'{" ".join(self.args)}: no line matching {pattern!r} within {timeout_s} s '
+                    f'(exit code {self.process.poll()}); output:\n{self.tail()}')
+
+    def descendants(self) -> list:
+        """Return the psutil processes below the command, and the command itself."""
+        import psutil
+        try:
+            top = psutil.Process(self.process.pid)
+            return [top, *top.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def interrupt(self, timeout_s: float = 30.0) -> int:
+        """
+        Send SIGINT to the process group, as Ctrl-C in a terminal does, and wait for the end.
+
+        :return: the exit code of the command.
+        :raises AssertionError: when a process of the command is still alive afterwards.
+        """
+        import psutil
+        started = self.descendants()
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            code = self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f'{" ".join(self.args)} still runs {timeout_s} s after SIGINT; '
+                        f'output:\n{self.tail()}')
+        self._reader.join(timeout_s)
+        _, alive = psutil.wait_procs(started, timeout=5.0)
+        assert not alive, f'left running after Ctrl-C: {[item.pid for item in alive]}'
+        assert not _group_members(self.process.pid), 'a process of the group is left running'
+        return code
+
+    def wait(self, timeout_s: float = 60.0) -> int:
+        """Wait for the command to end by itself; return its exit code."""
+        try:
+            code = self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f'{" ".join(self.args)} did not end within {timeout_s} s; output:\n'
+                        f'{self.tail()}')
+        self._reader.join(timeout_s)
+        return code
+
+    def kill(self) -> None:
+        """Kill the whole group (clean-up after a failure)."""
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait(10.0)
+
+
+def _group_members(group: int) -> list[int]:
+    import psutil
+    members = []
+    for item in psutil.process_iter():
+        try:
+            if os.getpgid(item.pid) == group:
+                members.append(item.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return members
+
+
+def assert_clean_exit(command: Background, code: int, processes: Iterable[str] = ()) -> None:
+    """Exit 0, no traceback, and launch saw each named process finish cleanly."""
+    output = command.output
+    assert code == 0, f'exit code {code}; output:\n{command.tail()}'
+    assert TRACEBACK not in output, output
+    assert 'process has died' not in output, output
+    for name in processes:
+        assert re.search(rf'\[{re.escape(name)}-\d+\]: process has finished cleanly', output), (
+            f'{name} did not finish cleanly; output:\n{command.tail()}')
+
+
+def wait_for_nodes(names: Iterable[str], timeout_s: float = 30.0) -> list[str]:
+    """Poll ``ros2 node list --no-daemon`` until every name is listed; return the listing."""
+    wanted = set(names)
+    deadline = time.monotonic() + timeout_s
+    listed: list[str] = []
+    while time.monotonic() < deadline:
+        result = run(['ros2', 'node', 'list', '--no-daemon', '--spin-time', '1'])
+        listed = result.stdout.split()
+        if wanted <= set(listed):
+            return listed
+    pytest.fail(f'ros2 node list shows {listed}, not {sorted(wanted)}, after {timeout_s} s')
+
+
+def stop_daemon() -> None:
+    """Stop the ros2 daemon of this domain (a command without --no-daemon starts one)."""
+    run(['ros2', 'daemon', 'stop'], timeout_s=30.0)

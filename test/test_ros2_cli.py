@@ -1,0 +1,174 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The ros2 commands of a user against ``ros2 launch acres_bridge emulator_session.launch.py``.
+
+One session (emulator and bridge, default arguments but the ports) serves the whole module:
+``ros2 pkg``, ``ros2 node list``, ``ros2 param list/get/dump`` of each node, ``ros2 topic
+echo/hz``, ``ros2 service call`` and ``ros2 action send_goal``, each run in a shell that sourced
+the prefix's setup.bash, with --no-daemon where the command takes it.
+"""
+
+from collections.abc import Iterator
+import dataclasses
+from importlib import metadata
+import re
+import time
+
+import pytest
+from ros2_tools import assert_clean_exit
+from ros2_tools import Background
+from ros2_tools import free_ports
+from ros2_tools import PACKAGE
+from ros2_tools import PREFIX
+from ros2_tools import require_tooling
+from ros2_tools import run
+from ros2_tools import stop_daemon
+from ros2_tools import wait_for_nodes
+import yaml
+
+pytestmark = pytest.mark.ros
+# Discovery in a fresh ros2 process: how long the graph queries listen before they answer.
+SPIN = ['--no-daemon', '--spin-time', '2']
+# ros2 param get/dump: and wait this long for the node to be discovered.
+PARAM = [*SPIN, '--timeout', '10']
+AGENT = 'polaris'
+
+
+@dataclasses.dataclass
+class Session:
+    launch: Background
+    control_port: int
+    sensor_port: int
+
+
+@pytest.fixture(scope='module')
+def session() -> Iterator[Session]:
+    """Run the emulator session until the module ends, then Ctrl-C it (exit 0, all gone)."""
+    require_tooling()
+    control_port, sensor_port = free_ports(2)
+    launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
+                         f'port:={control_port}', f'sensor_ports:={sensor_port}'])
+    try:
+        launch.wait_for(rf'sensor stream {AGENT}: hello from agent', timeout_s=60.0)
+        yield Session(launch, control_port, sensor_port)
+        code = launch.interrupt()
+        assert_clean_exit(launch, code, ['acres_sim_emulator', 'acres_bridge'])
+    finally:
+        launch.kill()
+        stop_daemon()
+
+
+def _ok(args: list[str], timeout_s: float = 60.0) -> str:
+    result = run(args, timeout_s=timeout_s)
+    assert result.returncode == 0, f'{" ".join(args)}: exit {result.returncode}\n{result.stdout}'
+    return result.stdout
+
+
+def _ok_once_found(args: list[str], timeout_s: float = 30.0) -> str:
+    """Run a command that has no --timeout until it finds the node (discovery can lag)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = run(args)
+        if 'Node not found' not in result.stdout or time.monotonic() > deadline:
+            break
+    assert result.returncode == 0, f'{" ".join(args)}: exit {result.returncode}\n{result.stdout}'
+    return result.stdout
+
+
+def test_ros2_pkg_prefix_is_the_prefix() -> None:
+    require_tooling()
+    assert _ok(['ros2', 'pkg', 'prefix', PACKAGE]).strip() == str(PREFIX)
+
+
+def test_ros2_pkg_executables_lists_every_console_script() -> None:
+    require_tooling()
+    scripts = {entry.name for entry in metadata.distribution(PACKAGE).entry_points
+               if entry.group == 'console_scripts'}
+    listed = [line.split() for line in _ok(['ros2', 'pkg', 'executables', PACKAGE]).splitlines()]
+    assert all(package == PACKAGE for package, _ in listed)
+    assert sorted(name for _, name in listed) == sorted(scripts)
+
+
+def test_ros2_node_list_shows_each_node_once(session: Session) -> None:
+    listed = wait_for_nodes(['/acres_bridge', '/sim_control'])
+    assert sorted(listed) == ['/acres_bridge', '/sim_control']
+    assert 'already registered' not in session.launch.output     # rcl: two nodes, one name
+
+
+@pytest.mark.parametrize('node, parameter, expected', [
+    ('/acres_bridge', 'publish_tf', 'ins'),           # from config/acres_session.yaml
+    ('/acres_bridge', 'timeout_s', 10.0),
+    ('/sim_control', 'use_sim_time', False),          # the bridge keeps the system clock
+])
+def test_ros2_param_list_get_dump_of_each_node(session: Session, node: str, parameter: str,
+                                               expected: object) -> None:
+    wait_for_nodes([node])
+    names = _ok_once_found(['ros2', 'param', 'list', *SPIN, node]).split()
+    assert parameter in names and 'use_sim_time' in names
+    got = _ok(['ros2', 'param', 'get', *PARAM, '--hide-type', node, parameter]).strip()
+    assert yaml.safe_load(got) == expected
+    dumped = yaml.safe_load(_ok(['ros2', 'param', 'dump', *PARAM, node]))
+    assert dumped[node]['ros__parameters'][parameter] == expected
+    if node == '/acres_bridge':
+        assert dumped[node]['ros__parameters']['port'] == session.control_port
+
+
+@pytest.mark.parametrize('topic, message_type, field', [
+    (f'/{AGENT}/ins/fix', 'sensor_msgs/msg/NavSatFix', 'latitude'),
+    ('/clock', 'rosgraph_msgs/msg/Clock', 'clock'),
+    (f'/{AGENT}/camera/camera_info', 'sensor_msgs/msg/CameraInfo', 'distortion_model'),
+])
+def test_ros2_topic_echo_once(session: Session, topic: str, message_type: str,
+                              field: str) -> None:
+    # With the type given, echo subscribes at once instead of waiting to discover it.
+    message = yaml.safe_load(_ok(['ros2', 'topic', 'echo', '--once', *SPIN, '--timeout', '20',
+                                  topic, message_type]).split('\n---')[0])
+    assert field in message
+
+
+@pytest.mark.delivery
+@pytest.mark.parametrize('topic', [f'/{AGENT}/lidar/points', f'/{AGENT}/camera/image_raw'])
+def test_ros2_topic_hz_shows_10_hz_at_1x(session: Session, topic: str) -> None:
+    """The clouds and images reach a plain ros2 CLI subscriber at the sensors' 10 Hz."""
+    hz = Background(['ros2', 'topic', 'hz', '--window', '30', topic])
+    try:
+        # Let the window fill once, then take the next reports.
+        hz.wait_for(r'window: 30\b', timeout_s=60.0)
+        checked = len(re.findall(r'average rate', hz.output))
+        hz.wait_for(r'window: 30\b', timeout_s=30.0)
+        while len(re.findall(r'average rate', hz.output)) < checked + 3:
+            hz.wait_for(r'window: 30\b', timeout_s=30.0)
+        rates = [float(value) for value in re.findall(r'average rate: ([\d.]+)', hz.output)]
+        last = rates[checked:]
+        assert min(last) >= 9.0 and max(last) <= 11.0, f'{topic}: {last} Hz of 10'
+    finally:
+        hz.interrupt()
+
+
+def test_ros2_action_send_goal_simulate_steps(session: Session) -> None:
+    """Pause with ros2 service call, step with ros2 action send_goal, play again."""
+    state = 'simulation_interfaces/srv/SetSimulationState'
+    pause = _ok(['ros2', 'service', 'call', '/set_simulation_state', state,
+                 '{state: {state: 2}}'])
+    assert 'result=1' in pause.replace(' ', '') or 'result: 1' in pause, pause
+    try:
+        sent = _ok(['ros2', 'action', 'send_goal', '--feedback', '/simulate_steps',
+                    'simulation_interfaces/action/SimulateSteps', '{steps: 36}'])
+        assert 'Goal accepted' in sent, sent
+        assert 'Goal finished with status: SUCCEEDED' in sent, sent
+        assert 'Feedback:' in sent, sent           # the emulator reports every 12 steps
+    finally:
+        _ok(['ros2', 'service', 'call', '/set_simulation_state', state, '{state: {state: 1}}'])
