@@ -17,7 +17,11 @@ sim_control: the simulator control channel as ROS 2 services, one action and one
 
 Every op of seed 004 has a service (the simulation_interfaces ones and ``acres/*``), ``step``
 with progress is the ``simulate_steps`` action, and episode events go to ``acres/episode``
-(transient local, depth 1). Names and meanings are in CONTRACT.md's sim_control section.
+(transient local, depth 1). Every other service of simulation_interfaces is served too:
+composed of ops (get_entities_states, spawn_entities, get_entity_info, get_current_world,
+get_available_worlds; conversions/simulation.py builds their answers) or answering
+RESULT_FEATURE_UNSUPPORTED at once. Names and meanings are in CONTRACT.md's sim_control
+section.
 
 Callbacks are ``async def`` in one reentrant callback group: each sends its request through
 ``ControlClient.request_async`` and awaits the reply future, which the control reader thread
