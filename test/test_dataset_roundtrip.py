@@ -23,11 +23,13 @@ graph: the node test (test_lidar_recorder.py) covers the topics.
 
 import math
 
+from dataset_drive import bridge_cloud
+from dataset_drive import drive as emulator_drive
+from dataset_drive import MOUNT
+from dataset_drive import PERIOD_S
 import numpy as np
 import pytest
 
-from acres_bridge.conversions.clock import make_header
-from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset import TopView
 from acres_bridge.dataset.calibration import lens_centres
@@ -38,42 +40,13 @@ from acres_bridge.dataset.format import FLAG_GAP
 from acres_bridge.dataset.format import QUALITY_RTK
 from acres_bridge.dataset.format import RANGE_STEP_M
 from acres_bridge.dataset.recorder import LidarRecorder
-from acres_bridge.emulator.sensors.layouts import hello_layout
-from acres_bridge.emulator.sensors.lidar import lidar_scan
-from acres_bridge.emulator.sensors.poses import Pose
-from acres_bridge.emulator.sensors.props import vehicle_prop
-from acres_bridge.emulator.terrain import Terrain
-from acres_bridge.protocol.frames import FrameHeader
-from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.frames import LidarFrame
 
 SCANS = 12
-PERIOD_S = 0.1
-GARAGE = (-38.7097, -140.5131)
 
 
 @pytest.fixture(scope='module')
-def drive() -> list[tuple[float, Pose, np.ndarray]]:
-    """Return (stamp, pose, (columns, rings, 4) points) of a short drive north of the garage."""
-    terrain = Terrain()
-    layout = hello_layout('polaris', 'polaris')
-    rng = np.random.default_rng(7)
-    other = Pose.from_xyz_yaw(GARAGE[0] + 6.0, GARAGE[1] + 14.0,
-                              float(terrain.height_at(GARAGE[0] + 6.0, GARAGE[1] + 14.0)), 0.3)
-    props = [vehicle_prop('maxxum', 'maxxum', other)]
-    scans = []
-    for k in range(SCANS):
-        x, y = GARAGE[0], GARAGE[1] + 0.4 * k
-        pose = Pose.from_xyz_yaw(x, y, float(terrain.height_at(x, y)), math.pi / 2)
-        scans.append((1.0 + PERIOD_S * k, pose, lidar_scan(layout, pose, props, terrain,
-                                                           rng=rng)))
-    return scans
-
-
-def _frame(stamp_s: float, points: np.ndarray, sequence: int) -> LidarFrame:
-    columns, rings = points.shape[:2]
-    header = FrameHeader(FrameType.LIDAR, 0, sequence, 16 + points.nbytes, stamp_s, stamp_s)
-    return LidarFrame(header, columns, rings, 16, memoryview(points.tobytes()))
+def drive() -> list:
+    return emulator_drive(SCANS)
 
 
 def _record(root, drive, *, fields: str, sequence: str, mirror: bool = False,
@@ -89,16 +62,14 @@ def _record(root, drive, *, fields: str, sequence: str, mirror: bool = False,
         recorder.add_fix_status(stamp_ns - 5_000_000, 2)
         if k in skip:
             continue
-        cloud = cloud_to_organised(lidar_frame_to_cloud(
-            _frame(stamp, points, k), make_header(stamp, 'polaris/lidar'), fields=fields,
-            sweep_s=PERIOD_S))
+        cloud = cloud_to_organised(bridge_cloud(stamp, points, fields=fields, sequence=k))
         if mirror:
             # The same scene from a counter-clockwise LiDAR: source column k looks at +k steps
             # and fires in index order, (1799 - k) / 1800 sweeps before the stamp.
             index = (-np.arange(cloud.columns)) % cloud.columns
             cloud = OrganisedCloud(cloud.stamp_ns, cloud.frame_id, cloud.xyz[:, index],
                                    cloud.intensity[:, index], cloud.time_s)
-        recorder.set_mount(([2.5, 0.0, 2.039], [-1.518, 5.317, 0.0]))
+        recorder.set_mount(MOUNT)
         recorder.add_cloud(cloud)
     recorder.close()
     return LidarSet.open('roundtrip', root=root)
@@ -147,12 +118,12 @@ def test_calibration_points_give_back_the_source_points(tmp_path, drive):
     assert rms <= 0.002
     # base_footprint: the mount of /tf_static, R = Rz Ry Rx.
     base = calibration.points(sequence.range_m(0), 'base')
-    roll, pitch, yaw = np.radians([-1.518, 5.317, 0.0])
+    roll, pitch, yaw = np.radians(MOUNT[1])
     rx = np.array([[1, 0, 0], [0, math.cos(roll), -math.sin(roll)],
                    [0, math.sin(roll), math.cos(roll)]])
     ry = np.array([[math.cos(pitch), 0, math.sin(pitch)], [0, 1, 0],
                    [-math.sin(pitch), 0, math.cos(pitch)]])
-    expected = calibration.points(sequence.range_m(0)) @ (ry @ rx).T + [2.5, 0.0, 2.039]
+    expected = calibration.points(sequence.range_m(0)) @ (ry @ rx).T + MOUNT[0]
     assert np.allclose(base, expected, atol=1e-4, equal_nan=True)
     assert yaw == 0.0
 
