@@ -39,16 +39,25 @@ from collections.abc import Callable
 from collections.abc import Sequence
 import json
 import logging
-import math
-import os
 import socket
-import tempfile
 import threading
 import time
 from typing import Any
 
-from acres_bridge.emulator.episode_log import EpisodeLog
-from acres_bridge.emulator.sensors.props import SPAWNABLES
+from acres_bridge.emulator.ops import FEATURES
+from acres_bridge.emulator.ops import ops_of
+from acres_bridge.emulator.ops import PAUSED
+from acres_bridge.emulator.ops import PLAYING
+from acres_bridge.emulator.ops import QUITTING
+from acres_bridge.emulator.ops import Refusal
+from acres_bridge.emulator.ops import RESULT_ALREADY
+from acres_bridge.emulator.ops import RESULT_FAILED
+from acres_bridge.emulator.ops import RESULT_INCORRECT_STATE
+from acres_bridge.emulator.ops import RESULT_NOT_SUPPORTED
+from acres_bridge.emulator.ops import RESULT_OK
+from acres_bridge.emulator.ops import SCOPE_ALL
+from acres_bridge.emulator.ops import SCOPE_TIME_WARNING
+from acres_bridge.emulator.ops import STOPPED
 from acres_bridge.emulator.streams import listen
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.streams import serve_clients
@@ -56,50 +65,19 @@ from acres_bridge.emulator.world import PHYSICS_HZ
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.transport import require_loopback
 
+# FEATURES and SCOPE_TIME_WARNING stay importable from here (emulator/ops.py defines them).
+__all__ = ['ControlServer', 'FEATURES', 'MAX_UNSENT_BYTES', 'reply_line', 'SCOPE_TIME_WARNING']
+
 logger = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
-# simulation_interfaces/msg/SimulatorFeatures of the game's hello.
-FEATURES = [0, 1, 2, 10, 11, 14, 20, 22, 23, 24, 25, 26, 31, 32, 33]
 PROGRESS_EVERY_STEPS = 12
 MAX_LINE_BYTES = 1 << 20
 
-STOPPED, PLAYING, PAUSED, QUITTING = range(4)
-
-RESULT_NOT_SUPPORTED = 0
-RESULT_OK = 1
-RESULT_NOT_FOUND = 2
-RESULT_INCORRECT_STATE = 3
-RESULT_FAILED = 4
-RESULT_ALREADY = 101
-RESULT_NAME_EMPTY = 102
-RESULT_URI_INVALID = 103
-RESULT_URI_EMPTY = 104
-RESULT_MESH_MISSING = 107
-
-SCOPE_TIME = 1
-SCOPE_STATE = 2
-SCOPE_SPAWNED = 4
-SCOPE_ALL = 255
-SCOPE_TIME_WARNING = ('the physics clock is not reset (SCOPE_TIME): '
-                      'the episode clock restarts instead')
-
 # "The game disconnects a client that does not read when 8 MiB of replies wait."
 MAX_UNSENT_BYTES = 8 << 20
-# The sky before any set_conditions (the seed does not say; a weather without a preset keeps it).
-STARTING_SKY = 'clear'
 
 _POLL_S = 0.1
-
-
-class Refusal(Exception):
-    """A request that fails: its result code, its error text and the reply fields."""
-
-    def __init__(self, result: int, error: str, **fields: Any) -> None:
-        super().__init__(error)
-        self.result = result
-        self.error = error
-        self.fields = fields
+FLUSH_ON_STOP_S = 1.0
 
 
 def reply_line(fields: dict[str, Any], request_id: Any, result: int,
@@ -175,8 +153,16 @@ class _Connection:
                 self._unsent -= sent
                 if sent == len(data):
                     self._queue.popleft()
+                    if not self._queue:
+                        self._condition.notify_all()     # flush() waits for this
                 else:
                     self._queue[0] = data[sent:]
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every queued line went to the socket; False after ``timeout_s``."""
+        with self._condition:
+            return self._condition.wait_for(lambda: not self._queue or not self.open,
+                                            timeout_s)
 
     def close(self) -> None:
         with self._condition:
@@ -235,29 +221,7 @@ class ControlServer:
         self._connection: _Connection | None = None
         self._threads: list[threading.Thread] = []
         self._step_thread: threading.Thread | None = None
-        self._ops: dict[str, Callable[[dict[str, Any], _Connection], dict[str, Any] | None]] = {
-            'hello': self._op_hello,
-            'get_state': self._op_get_state,
-            'set_state': self._op_set_state,
-            'step': self._op_step,
-            'reset': self._op_reset,
-            'get_entities': self._op_get_entities,
-            'get_entity_state': self._op_get_entity_state,
-            'set_entity_state': self._op_set_entity_state,
-            'spawn_entity': self._op_spawn_entity,
-            'delete_entity': self._op_delete_entity,
-            'get_spawnables': self._op_get_spawnables,
-            'get_named_poses': self._op_get_named_poses,
-            'set_conditions': self._op_set_conditions,
-            'set_vehicle_shift': self._op_set_vehicle_shift,
-            'get_vehicle_shifts': self._op_get_vehicle_shifts,
-            'record': self._op_record,
-            'farm_state': self._op_farm_state,
-            'field_query': self._op_field_query,
-            'screenshot': self._op_screenshot,
-        }
-        if world.mode == 'core':
-            del self._ops['screenshot']
+        self._ops = ops_of(world.mode)
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -281,6 +245,11 @@ class ControlServer:
 
     def stop(self) -> None:
         """Stop the threads, close the sockets and the episode log."""
+        connection = self._connection
+        if connection is not None:
+            # What was sent goes out first (the reply of set_state 3 comes before the stop),
+            # for a client that reads; one that does not is not waited for long.
+            connection.flush(FLUSH_ON_STOP_S)
         self._stop.set()
         self._wake.set()
         if self._listener is not None:
@@ -297,7 +266,7 @@ class ControlServer:
         if self._listener is not None:
             self._listener.close()
         with self.world.lock:
-            self._close_log()
+            self.close_log()
 
     # --- socket -------------------------------------------------------------------------------
 
@@ -371,7 +340,7 @@ class ControlServer:
                                        f'unknown op {json.dumps(op)}'))
             return
         try:
-            fields = handler(request, connection)
+            fields = handler(self, request, connection)
         except Refusal as refusal:
             connection.send(reply_line(refusal.fields, request_id, refusal.result,
                                        refusal.error))
@@ -405,7 +374,8 @@ class ControlServer:
             'agents': [agent.name for agent in world.agents],
         }
 
-    def _send_episode_event(self, connection: _Connection) -> None:
+    def send_episode_event(self, connection: _Connection) -> None:
+        """Send an episode event to the client (after a reset or a change of state)."""
         connection.send(self._episode_event())
 
     # --- playing ------------------------------------------------------------------------------
@@ -444,35 +414,14 @@ class ControlServer:
                     return
                 self.world.step_once()
 
-    # --- ops: session and state ---------------------------------------------------------------
+    # --- the state machine (emulator/ops.py checks the requests, then calls it) -------------
 
-    def _op_hello(self, request: dict[str, Any], connection: _Connection) -> dict[str, Any]:
-        world = self.world
-        with world.lock:
-            agents = []
-            for agent, stream in zip(world.agents, self.streams):
-                agents.append({'name': agent.name, 'vehicle': agent.vehicle,
-                               'index': agent.index, 'implement': agent.implement,
-                               'sensor_stream': stream.port if stream is not None else 0,
-                               'rl_port': 0, 'can_udp': 0})
-            reply = {'protocol': PROTOCOL_VERSION, 'map': world.map_name,
-                     'physics_hz': PHYSICS_HZ, 'state': self.state, 'lockstep': self.lockstep,
-                     'step': world.step, 'time_s': world.time_s, 'episode': world.episode,
-                     'episode_id': world.episode_id, 'seed': world.seed,
-                     'headless': world.mode == 'core', 'replay': False, 'agents': agents,
-                     'features': list(FEATURES)}
-        if world.mode == 'core':
-            reply['source'] = 'core'
-        return reply
+    def change_state(self, state: int, connection: _Connection) -> None:
+        """
+        Go to a simulation state (set_state): stopped resets everything, quitting closes the log.
 
-    def _op_get_state(self, request: dict[str, Any], connection: _Connection) -> dict[str, Any]:
-        return {'state': self.state, 'lockstep': self.lockstep, 'step': self.world.step,
-                'time_s': self.world.time_s}
-
-    def _op_set_state(self, request: dict[str, Any], connection: _Connection) -> dict[str, Any]:
-        state = request.get('state')
-        if not _is_int(state) or not STOPPED <= state <= QUITTING:
-            raise Refusal(RESULT_FAILED, 'state must be 0, 1, 2 or 3', state=self.state)
+        :raises Refusal: during a step (3), or when already in the state (101).
+        """
         with self._state_lock:
             if self.stepping:
                 raise Refusal(RESULT_INCORRECT_STATE, 'a step request is in progress',
@@ -481,28 +430,20 @@ class ControlServer:
                 raise Refusal(RESULT_ALREADY, 'already in that state', state=self.state)
             with self.world.lock:
                 if state == STOPPED:
-                    self._reset(SCOPE_ALL, True)
+                    self.reset_world(SCOPE_ALL, True)
                 if state == QUITTING:
-                    self._close_log()
+                    self.close_log()
                 self.state = state
-                self._send_episode_event(connection)
+                self.send_episode_event(connection)
         self._wake.set()
-        return {'state': state}
 
-    def _quit(self) -> None:
-        self.quitting.set()
-        if self.on_quit is not None:
-            threading.Thread(target=self.on_quit, name='sim-quit', daemon=True).start()
+    def start_step(self, request_id: int | None, steps: int, progress: bool,
+                   connection: _Connection) -> None:
+        """
+        Start a step request on its own thread, which replies when the steps are done.
 
-    # --- ops: stepping ------------------------------------------------------------------------
-
-    def _op_step(self, request: dict[str, Any], connection: _Connection) -> None:
-        steps = request.get('steps', 1)
-        progress = request.get('progress', False)
-        if not _is_int(steps) or steps < 1:
-            raise Refusal(RESULT_FAILED, 'steps must be an integer, 1 or more')
-        if not isinstance(progress, bool):
-            raise Refusal(RESULT_FAILED, 'progress must be true or false')
+        :raises Refusal: (3) during another step or outside the paused state.
+        """
         with self._state_lock:
             if self.stepping:
                 raise Refusal(RESULT_INCORRECT_STATE, 'a step request is in progress')
@@ -512,10 +453,14 @@ class ControlServer:
                               f'{self.state}')
             self.stepping = True
         thread = threading.Thread(target=self._run_step, name='sim-step', daemon=True,
-                                  args=(request.get('id'), steps, progress, connection))
+                                  args=(request_id, steps, progress, connection))
         self._step_thread = thread
         thread.start()
-        return None
+
+    def _quit(self) -> None:
+        self.quitting.set()
+        if self.on_quit is not None:
+            threading.Thread(target=self.on_quit, name='sim-quit', daemon=True).start()
 
     def _run_step(self, request_id: int | None, steps: int, progress: bool,
                   connection: _Connection) -> None:
@@ -554,305 +499,27 @@ class ControlServer:
             self.stepping = False
         connection.send(reply_line(fields, request_id, result, error))
 
-    # --- ops: episodes ------------------------------------------------------------------------
-
-    def _op_reset(self, request: dict[str, Any], connection: _Connection) -> dict[str, Any]:
-        scope = request.get('scope', SCOPE_ALL)
-        if not _is_int(scope) or not 0 <= scope <= SCOPE_ALL:
-            raise Refusal(RESULT_FAILED, 'scope must be an integer from 0 to 255')
-        scope = scope or SCOPE_ALL
-        restore = request.get('restore_fields', scope == SCOPE_ALL)
-        if not isinstance(restore, bool):
-            raise Refusal(RESULT_FAILED, 'restore_fields must be true or false')
-        if self.world.mode == 'core' and self.stepping:
-            raise Refusal(RESULT_INCORRECT_STATE, 'a step request is in progress')
-        with self.world.lock:
-            restored = self._reset(scope, restore)
-            self._send_episode_event(connection)
-            reply = {'episode': self.world.episode, 'episode_id': self.world.episode_id,
-                     'reset_epoch': self.world.reset_epoch, 'restored_fields': restored}
-        if scope & SCOPE_TIME:
-            reply['error'] = SCOPE_TIME_WARNING
-        return reply
-
-    def _reset(self, scope: int, restore_fields: bool) -> int:
+    def reset_world(self, scope: int, restore_fields: bool) -> int:
+        """Reset the world and record the new episode in the episode log."""
         restored = self.world.reset(scope=scope, restore_fields=restore_fields)
-        self._log_episode()
+        self.log_episode()
         return restored
 
-    # --- ops: entities ------------------------------------------------------------------------
-
-    def _op_get_entities(self, request: dict[str, Any],
-                         connection: _Connection) -> dict[str, Any]:
-        with self.world.lock:
-            return {'entities': self.world.entity_names()}
-
-    def _op_get_entity_state(self, request: dict[str, Any],
-                             connection: _Connection) -> dict[str, Any]:
-        name = _entity_name(request)
-        with self.world.lock:
-            state = self.world.entity_state(name)
-            if state is None:
-                raise Refusal(RESULT_NOT_FOUND, f'no entity {json.dumps(name)}')
-            return state
-
-    def _op_set_entity_state(self, request: dict[str, Any],
-                             connection: _Connection) -> dict[str, Any]:
-        name = _entity_name(request)
-        frame = _frame(request)
-        position, orientation = _pose(request.get('pose'), required=True)
-        twist = request.get('twist') or {}
-        linear = twist.get('linear', [0.0, 0.0, 0.0]) if isinstance(twist, dict) else None
-        if not _is_vector(linear, 3):
-            raise Refusal(RESULT_FAILED, 'twist.linear must be a list of 3 numbers')
-        with self.world.lock:
-            if not self.world.has_entity(name):
-                raise Refusal(RESULT_NOT_FOUND, f'no entity {json.dumps(name)}')
-            self.world.set_entity_state(name, position, orientation, frame=frame,
-                                        speed_mps=math.hypot(linear[0], linear[1]))
-        return {}
-
-    def _op_spawn_entity(self, request: dict[str, Any],
-                         connection: _Connection) -> dict[str, Any]:
-        name = request.get('name', '')
-        uri = request.get('uri', '')
-        allow_renaming = request.get('allow_renaming', False)
-        if not isinstance(name, str) or not isinstance(uri, str):
-            raise Refusal(RESULT_FAILED, 'name and uri must be strings')
-        if not isinstance(allow_renaming, bool):
-            raise Refusal(RESULT_FAILED, 'allow_renaming must be true or false')
-        frame = _frame(request)
-        position, orientation = _pose(request.get('pose'), required=False)
-        if not uri:
-            raise Refusal(RESULT_URI_EMPTY, 'the uri is empty')
-        if uri not in {item['uri'] for item in SPAWNABLES}:
-            raise Refusal(RESULT_URI_INVALID,
-                          f'unknown uri {json.dumps(uri)}: see get_spawnables')
-        if not name and not allow_renaming:
-            raise Refusal(RESULT_NAME_EMPTY, 'the name is empty and allow_renaming is false')
-        with self.world.lock:
-            if self.world.has_entity(name) and not allow_renaming:
-                raise Refusal(RESULT_ALREADY, f'{json.dumps(name)} exists')
-            entity = self.world.spawn(name, uri, position, orientation, frame=frame)
-        return {'entity': entity}
-
-    def _op_delete_entity(self, request: dict[str, Any],
-                          connection: _Connection) -> dict[str, Any]:
-        name = _entity_name(request)
-        with self.world.lock:
-            if self.world.agent(name) is not None:
-                if self.world.mode == 'game':
-                    raise Refusal(RESULT_FAILED, 'agents cannot be deleted at run time')
-                raise Refusal(RESULT_NOT_FOUND, f'no spawned entity {json.dumps(name)}')
-            if name not in self.world.props:
-                raise Refusal(RESULT_NOT_FOUND, f'no entity {json.dumps(name)}')
-            self.world.delete(name)
-        return {}
-
-    def _op_get_spawnables(self, request: dict[str, Any],
-                           connection: _Connection) -> dict[str, Any]:
-        return {'spawnables': [{'uri': item['uri'], 'description': item['description']}
-                               for item in SPAWNABLES]}
-
-    def _op_get_named_poses(self, request: dict[str, Any],
-                            connection: _Connection) -> dict[str, Any]:
-        return {'poses': self.world.named_poses()}
-
-    # --- ops: conditions and shifts -----------------------------------------------------------
-
-    def _op_set_conditions(self, request: dict[str, Any],
-                           connection: _Connection) -> dict[str, Any]:
-        with self.world.lock:
-            weather = request.get('weather')
-            if isinstance(weather, dict) and weather.get('preset') is None:
-                # "keep the sky" is the preset's default: the current preset, and its rain
-                # rate unless the request gives one.
-                sky = self.world.conditions.get('weather', {}).get('preset', STARTING_SKY)
-                request = {**request, 'weather': {**weather, 'preset': sky}}
-            applied, errors = self.world.set_conditions(request)
-            if self.world.episode_log is not None:
-                self.world.episode_log.write('/acres/conditions', self.world.time_s,
-                                             dict(self.world.conditions))
-        if not applied and errors:
-            raise Refusal(RESULT_FAILED, '; '.join(errors), message='')
-        reply = {'message': '; '.join(applied)}
-        if errors:
-            reply['error'] = '; '.join(errors)
-        return reply
-
-    def _op_set_vehicle_shift(self, request: dict[str, Any],
-                              connection: _Connection) -> dict[str, Any]:
-        shift = request.get('shift', {})
-        if not isinstance(shift, dict):
-            raise Refusal(RESULT_FAILED, 'shift must be an object')
-        with self.world.lock:
-            agent_name = shift.get('agent') or self.world.agents[0].name
-            if not isinstance(agent_name, str) or self.world.agent(agent_name) is None:
-                raise Refusal(RESULT_NOT_FOUND, f'no agent {json.dumps(agent_name)}')
-            try:
-                normal = self.world.set_vehicle_shift(agent_name, shift)
-            except ValueError as exc:
-                raise Refusal(RESULT_FAILED, str(exc)) from exc
-            if self.world.episode_log is not None:
-                self.world.episode_log.write('/acres/vehicle_shifts', self.world.time_s,
-                                             {'shifts': list(self.world.shifts.values())})
-        logger.info('ACRES_VEHICLE_SHIFT agent=%s label=%s steer=%.3f deg ulc=%.3f m/s '
-                    'throttle=%.2f %% brake=%.2f bar', agent_name, json.dumps(normal['label']),
-                    normal['steering_offset_deg'], normal['ulc_speed_bias_mps'],
-                    normal['throttle_bias_pct'], normal['brake_bias_bar'])
-        return {}
-
-    def _op_get_vehicle_shifts(self, request: dict[str, Any],
-                               connection: _Connection) -> dict[str, Any]:
-        with self.world.lock:
-            return {'shifts': [dict(shift) for shift in self.world.shifts.values()]}
-
-    # --- ops: the episode log -----------------------------------------------------------------
-
-    def _op_record(self, request: dict[str, Any], connection: _Connection) -> dict[str, Any]:
-        action = request.get('action')
-        path = request.get('path')
-        if action not in ('start', 'stop'):
-            raise Refusal(RESULT_FAILED, 'action must be start or stop')
-        if path is not None and (not isinstance(path, str) or (action == 'start' and not path)):
-            raise Refusal(RESULT_FAILED, 'path must be a file path')
-        world = self.world
-        with world.lock:
-            log = world.episode_log
-            if action == 'stop':
-                if log is None:
-                    raise Refusal(RESULT_INCORRECT_STATE, 'no recording')
-                self._close_log()
-                return {'messages': log.messages, 'duration_s': log.duration_s,
-                        'path': log.path}
-            if log is not None:
-                raise Refusal(RESULT_INCORRECT_STATE, f'recording to {log.path}')
-            path = os.path.abspath(path or self._default_log_path())
-            try:
-                log = EpisodeLog(path)
-            except OSError as exc:
-                raise Refusal(RESULT_FAILED, f'cannot write {path}: {exc.strerror}') from exc
-            world.episode_log = log
-            log.write('/acres/session', world.time_s, self._op_hello({}, connection))
-            self._log_episode()
-            log.write('/acres/conditions', world.time_s, dict(world.conditions))
-            log.write('/acres/vehicle_shifts', world.time_s,
-                      {'shifts': list(world.shifts.values())})
-            logger.info('ACRES_EPISODE_LOG_START %s', path)
-            return {'path': path, 'messages': log.messages}
-
-    def _default_log_path(self) -> str:
-        if self.session_dir is None:
-            self.session_dir = tempfile.mkdtemp(prefix='acres_sim_emulator-')
-        if self.world.mode == 'core':
-            return os.path.join(self.session_dir, 'core_sim',
-                                f'episode-{self.world.session_id}-{self.world.episode:04d}.mcap')
-        return os.path.join(self.session_dir, f'episode-{self.world.episode:04d}.mcap')
-
-    def _log_episode(self) -> None:
+    def log_episode(self) -> None:
+        """Write the episode record to the episode log, when one records."""
         log = self.world.episode_log
         if log is not None:
             event = self._episode_event()
             del event['event']
             log.write('/acres/episode', self.world.time_s, event)
 
-    def _close_log(self) -> None:
+    def close_log(self) -> None:
+        """Close the episode log, when one records."""
         log = self.world.episode_log
         if log is not None:
             self.world.episode_log = None
             log.close()
             logger.info('ACRES_EPISODE_LOG_STOP %s messages=%d', log.path, log.messages)
-
-    # --- ops: the farm ------------------------------------------------------------------------
-
-    def _op_farm_state(self, request: dict[str, Any], connection: _Connection) -> dict[str, Any]:
-        fields = request.get('fields')
-        edge_band_m = request.get('edge_band_m', 0.0)
-        if fields is not None and not (isinstance(fields, list) and all(
-                _is_int(number) for number in fields)):
-            raise Refusal(RESULT_FAILED, 'fields must be a list of field numbers')
-        if not _is_number(edge_band_m) or edge_band_m < 0:
-            raise Refusal(RESULT_FAILED, 'edge_band_m must be a number, 0 or more')
-        with self.world.lock:
-            try:
-                return self.world.farm_state(fields, float(edge_band_m))
-            except KeyError as exc:
-                raise Refusal(RESULT_NOT_FOUND, f'no field {exc.args[0]}') from exc
-
-    def _op_field_query(self, request: dict[str, Any],
-                        connection: _Connection) -> dict[str, Any]:
-        x = request.get('x', 0.0)
-        y = request.get('y', 0.0)
-        if not _is_number(x) or not _is_number(y):
-            raise Refusal(RESULT_FAILED, 'x and y must be numbers')
-        frame = _frame(request)
-        with self.world.lock:
-            return self.world.field_query(float(x), float(y), frame=frame)
-
-    def _op_screenshot(self, request: dict[str, Any],
-                       connection: _Connection) -> dict[str, Any]:
-        path = request.get('path')
-        if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith('.png'):
-            raise Refusal(RESULT_FAILED, 'path must be an absolute path that ends with .png')
-        with self.world.lock:
-            render = self.world.view_renderer()
-        threading.Thread(target=_write_png, args=(path, render), name='sim-screenshot',
-                         daemon=True).start()
-        return {'path': path}
-
-
-def _write_png(path: str, render: Callable[[], bytes]) -> None:
-    try:
-        data = render()
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        with open(path + '.part', 'wb') as stream:
-            stream.write(data)
-        os.replace(path + '.part', path)
-    except Exception:
-        logger.exception('screenshot %s failed', path)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def _is_vector(value: Any, size: int) -> bool:
-    return isinstance(value, list) and len(value) == size and all(map(_is_number, value))
-
-
-def _entity_name(request: dict[str, Any]) -> str:
-    name = request.get('entity', '')
-    if not isinstance(name, str):
-        raise Refusal(RESULT_FAILED, 'entity must be a string')
-    return name
-
-
-def _frame(request: dict[str, Any]) -> str:
-    frame = request.get('frame', 'world')
-    if frame not in ('world', 'utm'):
-        raise Refusal(RESULT_FAILED, f'unknown frame {json.dumps(frame)}: world or utm')
-    return frame
-
-
-def _pose(pose: Any, *, required: bool) -> tuple[list[float], list[float]]:
-    """Return the position and the orientation of a pose object."""
-    if pose is None and not required:
-        return [0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]
-    if not isinstance(pose, dict) or (required and 'position' not in pose):
-        raise Refusal(RESULT_FAILED, 'the pose has no position')
-    position = pose.get('position', [0.0, 0.0, 0.0])
-    orientation = pose.get('orientation', [0.0, 0.0, 0.0, 1.0])
-    if not _is_vector(position, 3):
-        raise Refusal(RESULT_FAILED, 'pose.position must be a list of 3 numbers')
-    if not _is_vector(orientation, 4) or not any(orientation):
-        raise Refusal(RESULT_FAILED, 'pose.orientation must be a quaternion of 4 numbers')
-    return [float(value) for value in position], [float(value) for value in orientation]
 
 
 def _shutdown(sock: socket.socket) -> None:
