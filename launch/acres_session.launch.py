@@ -30,8 +30,10 @@ Nodes (``ros2 node list``), each once:
   ``-r __node:=NAME``, which would rename both nodes to one name;
 - ``/rviz2`` with ``rviz:=true``;
 - ``/<namespace>/<agent>/lidar_recorder`` for each agent of ``dataset_agents`` with
-  ``record_dataset:=true``: its cloud and odometry to the LiDAR dataset (parameters ``set``,
-  ``sequence``, ``split``; with several agents each sequence name ends with ``_<agent>``).
+  ``record_dataset:=true``: its cloud and odometry to the LiDAR dataset under ``$ACRES_DATA``
+  (parameters ``set``, ``sequence``, ``split``; a ``dataset_sequence`` given for several agents
+  becomes ``<sequence>-<agent>``, and an empty one the recorder's own name, the start time in
+  UTC and the agent).
 
 Time: the clients this launch starts (rviz2, the recorders) follow /clock, as ``use_sim_time``
 says (true by default). The bridge's own nodes keep the system clock: they publish /clock, every
@@ -49,7 +51,6 @@ process starts. Works with the launch and launch_ros of Humble to Kilted.
 """
 
 import os
-import time
 
 from launch import LaunchContext
 from launch import LaunchDescription
@@ -90,7 +91,8 @@ ARGUMENTS = (
     ('record_dataset', 'false', 'start a lidar_recorder for each agent of dataset_agents'),
     ('dataset_agents', 'polaris', 'the agents to record, comma separated'),
     ('dataset_set', '', "the recorders' dataset set; empty: the recorder's default"),
-    ('dataset_sequence', '', 'the sequence name; empty: the launch time (YYYYmmdd-HHMMSS)'),
+    ('dataset_sequence', '', 'the sequence name (-<agent> added for several agents); empty: '
+     "the recorder's default (start time in UTC and agent)"),
     ('dataset_split', '', "the sequences' split tag (train, val, test, guard, excluded or "
      "none); empty: the recorder's default"),
     ('log_level', 'info', 'the ROS log level'),
@@ -141,11 +143,12 @@ def _recorders(context: LaunchContext, namespace: str, use_sim_time: bool) -> li
         return LaunchConfiguration(name).perform(context)
 
     agents = _names(value('dataset_agents'))
-    sequence = value('dataset_sequence') or time.strftime('%Y%m%d-%H%M%S')
+    sequence = value('dataset_sequence')
     nodes = []
     for agent in agents:
-        parameters = {'use_sim_time': use_sim_time,
-                      'sequence': f'{sequence}_{agent}' if len(agents) > 1 else sequence}
+        parameters = {'use_sim_time': use_sim_time}
+        if sequence:
+            parameters['sequence'] = f'{sequence}-{agent}' if len(agents) > 1 else sequence
         for name in ('set', 'split'):
             if value(f'dataset_{name}'):
                 parameters[name] = value(f'dataset_{name}')

@@ -68,7 +68,8 @@ SESSION_ARGUMENTS = (
     ('rviz', 'false', 'start rviz2 too (it must be installed)'),
     ('record_dataset', 'false', 'start a lidar_recorder for each vehicle'),
     ('dataset_set', '', "the recorders' dataset set; empty: the recorder's default"),
-    ('dataset_sequence', '', 'the sequence name; empty: the launch time (YYYYmmdd-HHMMSS)'),
+    ('dataset_sequence', '', 'the sequence name (-<vehicle> added for several vehicles); '
+     "empty: the recorder's default"),
     ('dataset_split', '', "the sequences' split tag; empty: the recorder's default"),
     ('log_level', 'info', 'the ROS log level'),
 )

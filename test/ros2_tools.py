@@ -128,8 +128,11 @@ class Background:
 
     def wait_for(self, pattern: str, timeout_s: float = 30.0,
                  give_up: str = r'process has died|Traceback') -> re.Match:
-        """Wait for a line matching ``pattern``; fail with the output's tail, or at once on
-        a line matching ``give_up`` (a process of the launch died)."""
+        """
+        Wait for a line matching ``pattern``; fail with the output's tail.
+
+        A line matching ``give_up`` (a process of the launch died) fails at once.
+        """
         expression = re.compile(pattern)
         failure = re.compile(give_up) if give_up else None
         deadline = time.monotonic() + timeout_s
@@ -169,25 +172,19 @@ class Background:
         import psutil
         started = self.descendants()
         os.killpg(self.process.pid, signal.SIGINT)
-        try:
-            code = self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            pytest.fail(f'{" ".join(self.args)} still runs {timeout_s} s after SIGINT; '
-                        f'output:\n{self.tail()}')
-        self._reader.join(timeout_s)
+        code = self.wait(timeout_s, 'after SIGINT')
         _, alive = psutil.wait_procs(started, timeout=5.0)
         assert not alive, f'left running after Ctrl-C: {[item.pid for item in alive]}'
         assert not _group_members(self.process.pid), 'a process of the group is left running'
         return code
 
-    def wait(self, timeout_s: float = 60.0) -> int:
-        """Wait for the command to end by itself; return its exit code."""
+    def wait(self, timeout_s: float = 60.0, after: str = '') -> int:
+        """Wait for the command to end; return its exit code, or kill it and fail."""
         try:
             code = self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
             self.kill()
-            pytest.fail(f'{" ".join(self.args)} did not end within {timeout_s} s; output:\n'
+            pytest.fail(f'{" ".join(self.args)} still runs {timeout_s} s {after}; output:\n'
                         f'{self.tail()}')
         self._reader.join(timeout_s)
         return code

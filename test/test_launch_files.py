@@ -55,9 +55,8 @@ AGENT_TOPICS = {
 }
 SESSION_TOPICS = {'/clock', '/tf', '/tf_static', '/diagnostics', '/acres/episode'}
 AGENTS = ('polaris', 'maxxum')
-# The bridge's executables (parameters.py declares theirs); the recorder's are the contract's.
+# The bridge's executables: one of them at most per launch file.
 BRIDGE_EXECUTABLES = ('sensor_bridge', 'sim_control', 'acres_bridge')
-RECORDER_PARAMETERS = {'points_topic', 'odometry_topic', 'set', 'sequence', 'split'}
 
 
 def _setup_call() -> dict[str, Any]:
@@ -104,7 +103,8 @@ def _declared(executable: str) -> set[str]:
     parameters = _parameters_module()
     specs = {'sensor_bridge': parameters.SENSOR_BRIDGE_PARAMETERS,
              'sim_control': parameters.SIM_CONTROL_PARAMETERS,
-             'acres_bridge': parameters.BRIDGE_PARAMETERS}[executable]
+             'acres_bridge': parameters.BRIDGE_PARAMETERS,
+             'lidar_recorder': parameters.LIDAR_RECORDER_PARAMETERS}[executable]
     return {spec.name for spec in specs}
 
 
@@ -592,21 +592,24 @@ def test_session_launch_records_each_agent_under_its_namespace(
             for node in recorders] == [('lidar_recorder', 'farm/polaris', 'lidar_recorder'),
                                        ('lidar_recorder', 'farm/maxxum', 'lidar_recorder')]
     settings = [_node_settings(node) for node in recorders]
-    assert [item['sequence'] for item in settings] == ['run1_polaris', 'run1_maxxum']
+    assert [item['sequence'] for item in settings] == ['run1-polaris', 'run1-maxxum']
     for item in settings:
-        assert set(item) - BUILTIN_PARAMETERS <= RECORDER_PARAMETERS
+        assert set(item) - BUILTIN_PARAMETERS <= _declared('lidar_recorder')
         assert (item['set'], item['split'], item['use_sim_time']) == ('field_a', 'val', True)
+        parameters = _parameters_module()
+        parameters.lidar_recorder_parameters_from_values(
+            {key: value for key, value in item.items() if key not in BUILTIN_PARAMETERS})
 
 
-def test_session_launch_records_nothing_by_default_and_names_a_sequence_when_asked(
+def test_session_launch_records_nothing_by_default_and_leaves_the_recorder_its_defaults(
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(_of_type(_run_launch('acres_session.launch.py', {}, monkeypatch), 'Node')) == 1
     actions = _run_launch('acres_session.launch.py', {'record_dataset': 'true'}, monkeypatch)
     [recorder] = _of_type(actions, 'Node')[1:]
     settings = _node_settings(recorder)
     assert recorder.keywords['namespace'] == 'polaris'
-    assert re.fullmatch(r'\d{8}-\d{6}', settings['sequence'])
-    assert 'set' not in settings and 'split' not in settings    # the recorder's defaults
+    # The recorder names the sequence (start time and agent), the set and the split itself.
+    assert settings == {'use_sim_time': True}
     with pytest.raises(RuntimeError, match='record_dataset:=true needs the executable '
                        'lidar_recorder'):
         _run_launch('acres_session.launch.py', {'record_dataset': 'true'}, monkeypatch,
