@@ -126,13 +126,25 @@ class Control:
                 return message
 
 
-def report(title: str, summary: dict, sim_s: float, wall_s: float, emulator: Emulator) -> None:
+def cpu_s() -> float:
+    """Return the CPU time of this process (the emulator's threads), user and system."""
+    times = os.times()
+    return times.user + times.system
+
+
+def report(title: str, summary: dict, sim_s: float, wall_s: float, emulator: Emulator,
+           cpu: float) -> None:
     total = sum(entry[1] for entry in summary['counts'].values())
     drops = {frame_type.name.lower(): counters.drops
              for frame_type, counters in emulator.streams[0].counters.items() if counters.drops}
+    load = os.getloadavg()[0]
     print(f'{title}: {sim_s:.2f} s simulated in {wall_s:.2f} s wall: '
           f'real-time factor {sim_s / wall_s:.2f}, {total / wall_s / 1e6:.1f} MB/s, '
           f'drops {drops or 0}, sequence gaps {summary["sequence_gaps"]}')
+    # On a loaded machine the wall figure falls with the share of the core the emulator gets;
+    # simulated time over the emulator's own CPU time is what one core would give it alone.
+    print(f'  emulator CPU {cpu:.2f} s: {sim_s / cpu:.2f} simulated seconds per CPU second; '
+          f'load average {load:.2f} on {os.cpu_count()} cpus')
     for name, (frames, size, worst_s) in sorted(summary['counts'].items()):
         print(f'  {name:8s} frames={frames:6d} {size / 1e6:9.1f} MB  '
               f'transport max {worst_s * 1e3:7.1f} ms')
@@ -154,18 +166,18 @@ def bench_lockstep(args: argparse.Namespace) -> None:
         warm_up(control, reader)
         first = done = control.call('get_state')['step']
         total_steps = first + round(args.sim_seconds * 120)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), cpu_s()
         while done < total_steps:
             steps = min(args.steps, total_steps - done)
             reply = control.call('step', steps=steps)
             done = reply['step']
             while reader.line().get('barrier') != done:
                 pass
-        wall_s = time.perf_counter() - started
+        wall_s, cpu = time.perf_counter() - started, cpu_s() - started_cpu
         emulator.stop()
         summary = reader.summary()
     report(f'lockstep, {args.steps} steps a request, render every {args.render_every}',
-           summary, (done - first) / 120, wall_s, emulator)
+           summary, (done - first) / 120, wall_s, emulator, cpu)
 
 
 def bench_playing(args: argparse.Namespace) -> None:
@@ -174,15 +186,15 @@ def bench_playing(args: argparse.Namespace) -> None:
         reader = Reader(emulator.sensor_ports[0], args.reader_cpu)
         control = Control(emulator.control_port)
         first = warm_up(control, reader)
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), cpu_s()
         control.call('set_state', state=1)
         time.sleep(args.seconds)
         last = control.call('set_state', state=2) and control.call('get_state')['step']
-        wall_s = time.perf_counter() - started
+        wall_s, cpu = time.perf_counter() - started, cpu_s() - started_cpu
         emulator.stop()
         summary = reader.summary()
     report(f'playing at rate {args.rate}, render every {args.render_every}', summary,
-           (last - first) / 120, wall_s, emulator)
+           (last - first) / 120, wall_s, emulator, cpu)
 
 
 def main() -> None:

@@ -72,11 +72,13 @@ from acres_bridge.emulator.sensors.props import Prop as SeenProp
 from acres_bridge.emulator.sensors.props import vehicle_prop
 from acres_bridge.emulator.sensors.view import render_view_png
 from acres_bridge.emulator.terrain import Terrain
-from acres_bridge.protocol.frames import encode_camera_payload
+from acres_bridge.protocol.frames import CAMERA_ENCODING_CODES
 from acres_bridge.protocol.frames import encode_clock_payload
 from acres_bridge.protocol.frames import encode_ins_payload
 from acres_bridge.protocol.frames import encode_lidar_payload
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.frames import LIDAR_POINT_STEP
+from acres_bridge.protocol.frames import SUB_HEADER
 
 PHYSICS_HZ = 120
 GAME_STEP_S = float(np.float32(1.0 / PHYSICS_HZ))
@@ -483,9 +485,16 @@ class World:
 
     def _camera_payload(self, agent: Agent, layout: dict[str, Any], pose: Pose) -> bytes:
         if self._render_now(agent, _SENSOR_CAMERA) or agent.last_image is None:
-            image = camera_image(layout, pose, self._seen_by(agent), self.terrain,
-                                 rng=self._rng(agent, _SENSOR_CAMERA))
-            agent.last_image = encode_camera_payload(image)
+            # The models render straight into the payload after its sub-header: no copy.
+            width, height = int(layout['camera']['width']), int(layout['camera']['height'])
+            payload = bytearray(SUB_HEADER.size + width * height * 3)
+            SUB_HEADER.pack_into(payload, 0, width, height, CAMERA_ENCODING_CODES['bgr8'],
+                                 width * 3)
+            camera_image(layout, pose, self._seen_by(agent), self.terrain,
+                         rng=self._rng(agent, _SENSOR_CAMERA),
+                         out=np.frombuffer(payload, np.uint8, offset=SUB_HEADER.size).reshape(
+                             height, width, 3))
+            agent.last_image = payload
         return agent.last_image
 
     def _lidar_payload(self, agent: Agent, layout: dict[str, Any], pose: Pose) -> bytes:
@@ -493,11 +502,16 @@ class World:
         rotation = pose.rotation @ geodesy.rpy_to_matrix(lidar['rpy_deg'])
         origin = pose.position + pose.rotation @ np.asarray(lidar['position_flu_m'], float)
         if self._render_now(agent, _SENSOR_LIDAR) or agent.last_scan is None:
+            columns, rings = int(lidar['columns']), int(lidar['rings'])
+            payload = bytearray(SUB_HEADER.size + columns * rings * LIDAR_POINT_STEP)
+            SUB_HEADER.pack_into(payload, 0, columns, rings, LIDAR_POINT_STEP, 0)
             cloud = lidar_scan(layout, pose, self._seen_by(agent), self.terrain,
                                rng=self._rng(agent, _SENSOR_LIDAR),
-                               sweep=self._column_poses(agent, lidar) if self.sweep else None)
+                               sweep=self._column_poses(agent, lidar) if self.sweep else None,
+                               out=np.frombuffer(payload, '<f4', offset=SUB_HEADER.size)
+                               .reshape(columns, rings, 4))
             agent.last_scan = (cloud, rotation, origin)
-            return encode_lidar_payload(cloud)
+            return payload
         # Between fresh scans: the last cloud moved into the sensor's new pose (a static world).
         cloud, last_rotation, last_origin = agent.last_scan
         turn = (rotation.T @ last_rotation).tolist()

@@ -230,7 +230,7 @@ def _lidar_blocks(table: _LidarTable, solids: SolidSet, rotation: np.ndarray,
 @np.errstate(invalid='ignore', divide='ignore', over='ignore')
 def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
                terrain: Terrain, *, rng: np.random.Generator,
-               sweep: ColumnPoses | None = None) -> np.ndarray:
+               sweep: ColumnPoses | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """
     Return one organised LiDAR cloud: (columns, rings, 4) float32 x, y, z, intensity.
 
@@ -242,6 +242,8 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
     :param body_pose: the pose of base_footprint (at the stamp, the end of the sweep).
     :param props: the entities to see (not the sensing vehicle itself).
     :param sweep: the pose of each column's firing time; None: every column from ``body_pose``.
+    :param out: a contiguous (columns, rings, 4) float32 array to write into (e.g. the points
+        of a frame payload); a new one when None.
     :raises ValueError: when the layout has no enabled LiDAR.
     """
     lidar = enabled_section(layout, 'lidar')
@@ -287,7 +289,7 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
                 t.reshape(grid), [reflect.reshape(grid)], shade, row_origins=row_origins)
     noise = table.noise[int(rng.integers(0, beams)):][:beams]
     jitter = table.noise[int(rng.integers(0, beams)):][:beams]
-    out = np.empty((beams, 4), np.float32)
+    out = np.empty((beams, 4), np.float32) if out is None else out.reshape(beams, 4)
     for part in table.chunks:
         tk = t[part]
         valid = ((tk >= MIN_RANGE_M) & (tk <= table.range_m)).astype(np.float32)
