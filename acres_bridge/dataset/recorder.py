@@ -198,6 +198,7 @@ class LidarRecorder:
         self._rows = 0
         self._count = 0
         self._odometry: deque[OdometrySample] = deque()
+        self.odometry_stamp_ns = -1           # the latest odometry stamp received
         self._fixes: deque[tuple[int, int]] = deque()
         self._mount: tuple[list[float], list[float]] | None = None
         self._order: tuple[int, int] | None = None
@@ -224,6 +225,7 @@ class LidarRecorder:
     def add_odometry(self, sample: OdometrySample) -> None:
         """Keep an odometry sample for the poses of the scans around it."""
         self._odometry.append(sample)
+        self.odometry_stamp_ns = max(self.odometry_stamp_ns, sample.stamp_ns)
 
     def add_fix_status(self, stamp_ns: int, status: int) -> None:
         """Keep the NavSatFix status of a stamp (the pose quality of the scans after it)."""

@@ -18,8 +18,9 @@ The ``lidar_recorder`` node: an organised PointCloud2 plus odometry to acres-lid
 It subscribes to ``points_topic``, ``odometry_topic``, ``fix_topic`` and ``/tf_static`` (relative
 names resolve in the node's namespace, so one recorder per agent lives under the agent's name)
 and hands every message to :class:`~acres_bridge.dataset.recorder.LidarRecorder`, which writes
-``<root>/<set>/<sequence>/``. The open shard is committed every 10 s of wall time, at each
-256th scan and when the node is destroyed (Ctrl-C), so a crash loses at most 10 s of scans.
+``<root>/<set>/<sequence>/``. The open shard is committed every ``commit_interval_s`` (10 s of
+wall time), at each 256th scan and when the node is destroyed (Ctrl-C), so a crash loses at
+most that much.
 """
 
 import signal
@@ -90,6 +91,7 @@ class LidarRecorderNode(Node):
         self.recorder = LidarRecorder(
             root, settings.set_name, sequence, split=settings.split, existing=settings.existing,
             ground_truth=ground_truth, log=self.get_logger().info,
+            commit_interval_s=settings.commit_interval_s,
             source={'kind': 'ros', 'node': self.get_fully_qualified_name(),
                     'points_topic': self.points_topic, 'odometry_topic': odometry_topic,
                     'fix_topic': None if ground_truth else self.resolve_topic_name(
@@ -109,7 +111,8 @@ class LidarRecorderNode(Node):
                                      _reliable(FIX_DEPTH))
         self.create_subscription(TFMessage, '/tf_static', self._on_tf_static,
                                  _reliable(100, latched=True))
-        self._timer = self.create_timer(POLL_PERIOD_S, self._poll)
+        self._timer = self.create_timer(min(POLL_PERIOD_S, settings.commit_interval_s),
+                                        self._poll)
         self.get_logger().info(
             f'recording {self.points_topic} with {odometry_topic} into {folder} '
             f'(split {settings.split})')
@@ -119,6 +122,12 @@ class LidarRecorderNode(Node):
         """The scans recorded in the sequence (earlier runs included)."""
         writer = self.recorder.writer
         return 0 if writer is None else writer.scans
+
+    @property
+    def static_frames(self) -> set[str]:
+        """The child frames of /tf_static received so far."""
+        with self._lock:
+            return set(self._transforms)
 
     def _on_cloud(self, message: PointCloud2) -> None:
         if self.failed is not None:

@@ -25,7 +25,7 @@ acres_bridge        host, port (5600, the control channel), sensor_ports, timeou
                     ack_timeout_s, reconnect_s, frame_prefix, publish_clock, publish_tf,
                     world_frame, point_fields, lidar_sweep_s, point_time_origin
 lidar_recorder      points_topic, odometry_topic, fix_topic, set, sequence, split, root,
-                    existing
+                    existing, commit_interval_s
 ==================  =========================================================================
 
 Each ``declare_*_parameters(node)`` declares its node's parameters with a
@@ -57,7 +57,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from acres_bridge.protocol.errors import TransportError
-from acres_bridge.protocol.transport import require_loopback
+from acres_bridge.protocol.sockets import require_loopback
 
 PUBLISH_TF_CHOICES = ('none', 'ins', 'truth')
 POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt')
@@ -473,8 +473,14 @@ DATASET_EXISTING = ParameterSpec(
     'What to do when the sequence exists: append to it, or refuse to start.',
     choices=EXISTING_CHOICES)
 
+COMMIT_INTERVAL_S = ParameterSpec(
+    'commit_interval_s', 10.0, _T.DOUBLE,
+    'How often the open shard is written (besides every 256th scan and the end), s of wall '
+    'time: a crash loses at most this much.', float_range=(0.1, 3600.0))
+
 LIDAR_RECORDER_PARAMETERS = (POINTS_TOPIC, ODOMETRY_TOPIC, FIX_TOPIC, DATASET_SET,
-                             DATASET_SEQUENCE, DATASET_SPLIT, DATASET_ROOT, DATASET_EXISTING)
+                             DATASET_SEQUENCE, DATASET_SPLIT, DATASET_ROOT, DATASET_EXISTING,
+                             COMMIT_INTERVAL_S)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -489,6 +495,7 @@ class LidarRecorderParameters:
     split: str = 'none'
     root: str = ''
     existing: str = 'append'
+    commit_interval_s: float = 10.0
 
     def values(self) -> dict[str, Any]:
         """Return the values by parameter name."""
