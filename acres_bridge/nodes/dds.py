@@ -72,6 +72,7 @@ SHM_PORT_QUEUE_CAPACITY = 1024
 
 _NEEDED = re.compile(rb'lib(fastdds|fastrtps)\.so\.(\d+)\.(\d+)')
 _MAPPED = re.compile(r'/lib(fastdds|fastrtps)\.so\.(\d+)\.(\d+)')
+_SEGMENT = re.compile(r'/dev/shm/fast(dds|rtps)_[0-9a-f]+')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -348,13 +349,13 @@ def restore(configuration: Configuration,
 
 
 def shm_segments(maps: str = '/proc/self/maps') -> list[int]:
-    """Return the sizes in bytes of the Fast DDS shared-memory segments this process maps."""
+    """Return the sizes in bytes of the Fast DDS (2.x: fastrtps_*) shared-memory segments."""
     sizes = []
     try:
         with open(maps, encoding='utf-8', errors='replace') as stream:
             for line in stream:
                 fields = line.split()
-                if len(fields) >= 6 and re.fullmatch(r'/dev/shm/fastdds_[0-9a-f]+', fields[-1]):
+                if len(fields) >= 6 and _SEGMENT.fullmatch(fields[-1]):
                     low, high = fields[0].split('-')
                     sizes.append(int(high, 16) - int(low, 16))
     except OSError:
