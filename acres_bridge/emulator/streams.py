@@ -51,7 +51,7 @@ from acres_bridge.protocol.frames import encode_barrier_payload
 from acres_bridge.protocol.frames import encode_header
 from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.transport import require_loopback
+from acres_bridge.protocol.sockets import require_loopback
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +108,7 @@ class SensorStreamServer:
         self._lock = threading.Condition()
         self._queue: deque[tuple[bytes, bytes]] = deque()
         self._queued_bytes = 0
+        self._in_flight = False     # the sender thread is sending frames it took from the queue
         # Core numbers its Hello 0 outside the counter, so its data frames start at 1 too.
         self._sequence = 0 if mode == 'game' else 1
         self._client: socket.socket | None = None
@@ -213,11 +214,21 @@ class SensorStreamServer:
             self._sequence = (self._sequence + 1) & 0xFFFFFFFF
         header = encode_header(frame_type, sequence=sequence, payload_size=len(payload),
                                stamp_s=stamp_s, publish_s=time.monotonic())
-        self._queue.append((header, payload))
-        self._queued_bytes = total
         counters.frames += 1
         counters.bytes += size
-        self._lock.notify_all()
+        if (frame_type != FrameType.HELLO and not self._queue and not self._in_flight
+                and self._client is not None):
+            # Nothing waits or is in flight: the frame goes into the socket now if the socket
+            # takes it, without waking the sender thread (on one core each wake-up is two
+            # context switches). The rest of a partial send waits in the queue as usual.
+            sent = _send_now(self._client, header, payload)
+            if sent == size:
+                return True
+            header, payload = _unsent(header, payload, sent)
+        self._queue.append((header, payload))
+        self._queued_bytes += len(header) + len(payload)
+        if len(self._queue) == 1:
+            self._lock.notify_all()   # the sender waits only on an empty queue
         return True
 
     # --- sender thread ------------------------------------------------------------------------
@@ -272,6 +283,7 @@ class SensorStreamServer:
                 # sensor frames cost one wake-up of this thread, not one each.
                 items = [self._queue.popleft()
                          for _ in range(min(len(self._queue), _FRAMES_PER_SEND))]
+                self._in_flight = bool(items)
             if not items:
                 if _peer_closed(conn):
                     return 'peer closed'
@@ -285,6 +297,7 @@ class SensorStreamServer:
                         return 'stopped'
                     return 'send failed' if hello_sent else 'hello failed'
                 with self._lock:
+                    self._in_flight = False
                     self._queued_bytes -= sum(len(header) + len(payload)
                                               for header, payload in items)
                     if not self._queue:
@@ -353,6 +366,22 @@ def _send_frames(conn: socket.socket, parts: list[bytes]) -> None:
             views.pop(0)
         if views and sent:
             views[0] = views[0][sent:]
+
+
+def _send_now(conn: socket.socket, header: bytes, payload: bytes) -> int:
+    """Send what the socket takes without blocking; return the bytes sent (0 on an error)."""
+    try:
+        return conn.sendmsg((header, payload), (), socket.MSG_DONTWAIT)
+    except OSError:
+        # Full, or broken: the sender thread sends it or finds the error itself.
+        return 0
+
+
+def _unsent(header: bytes, payload: bytes, sent: int) -> tuple[bytes, bytes]:
+    """Return the parts of a frame that a send of ``sent`` bytes left."""
+    if sent < len(header):
+        return memoryview(header)[sent:], payload
+    return b'', memoryview(payload)[sent - len(header):]
 
 
 def _peer_closed(conn: socket.socket) -> bool:

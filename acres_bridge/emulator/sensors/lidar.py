@@ -126,13 +126,20 @@ def column_offsets_s(lidar: dict[str, Any], sweep_s: float) -> np.ndarray:
 
     The head turns clockwise: in the cw order column c fires (columns - 1 - c) / columns x
     ``sweep_s`` before the stamp (column 0, straight ahead, first); a ccw column c is the beam
-    of cw column (columns - c) mod columns.
+    of cw column (columns - c) mod columns. The array is cached: read-only.
     """
-    columns = int(lidar['columns'])
+    return _column_offsets(int(lidar['columns']), str(lidar.get('azimuth_order', 'cw')),
+                           float(sweep_s))
+
+
+@functools.lru_cache(maxsize=16)
+def _column_offsets(columns: int, order: str, sweep_s: float) -> np.ndarray:
     index = np.arange(columns)
-    if str(lidar.get('azimuth_order', 'cw')) == 'ccw':
+    if order == 'ccw':
         index = (columns - index) % columns
-    return (index - (columns - 1)) * (float(sweep_s) / columns)
+    offsets = (index - (columns - 1)) * (sweep_s / columns)
+    offsets.flags.writeable = False
+    return offsets
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
