@@ -34,7 +34,7 @@ import numpy as np
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.control import ControlClient
-from acres_bridge.protocol.transport import SensorStreamClient
+from acres_bridge.protocol.stream import SensorStreamClient
 
 HELLO = pathlib.Path(__file__).parent / 'data' / 'hello_polaris.json'
 

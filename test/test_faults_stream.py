@@ -36,8 +36,8 @@ from acres_bridge.emulator.faults import UNKNOWN_FRAME_TYPE
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.transport import FrameReader
-from acres_bridge.protocol.transport import SensorStreamClient
+from acres_bridge.protocol.stream import FrameReader
+from acres_bridge.protocol.stream import SensorStreamClient
 
 WAIT_S = 10.0
 EMULATOR = {'drive': 'hold', 'render_every': 10}
@@ -129,7 +129,7 @@ def recovered(watcher: Watcher, client: SensorStreamClient, connection: int = 2)
 
 
 def test_bad_magic_mid_stream_reconnects_and_data_flows_again(rig, caplog):
-    caplog.set_level(logging.WARNING, logger='acres_bridge.protocol.transport')
+    caplog.set_level(logging.WARNING, logger='acres_bridge.protocol.stream')
     _, proxy, client, watcher = rig()
     assert proxy.inject('bad_magic', frame_type=FrameType.LIDAR).wait(WAIT_S)
     recovered(watcher, client)

@@ -44,8 +44,8 @@ from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.transport import FrameReader
-from acres_bridge.protocol.transport import SensorStreamClient
+from acres_bridge.protocol.stream import FrameReader
+from acres_bridge.protocol.stream import SensorStreamClient
 
 EXAMPLES = int(os.environ.get('ACRES_FUZZ_EXAMPLES', '200'))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,

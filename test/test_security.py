@@ -35,8 +35,8 @@ from acres_bridge.emulator.server import Emulator
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import TransportError
-from acres_bridge.protocol.transport import require_loopback
-from acres_bridge.protocol.transport import SensorStreamClient
+from acres_bridge.protocol.sockets import require_loopback
+from acres_bridge.protocol.stream import SensorStreamClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Names a patched resolver maps elsewhere: no lookup ever leaves the process.

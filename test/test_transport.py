@@ -31,13 +31,13 @@ import pytest
 from socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
-from acres_bridge.protocol import transport
+from acres_bridge.protocol import stream
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.transport import FrameReader
-from acres_bridge.protocol.transport import require_loopback
-from acres_bridge.protocol.transport import SensorStreamClient
+from acres_bridge.protocol.sockets import require_loopback
+from acres_bridge.protocol.stream import FrameReader
+from acres_bridge.protocol.stream import SensorStreamClient
 
 DATA = pathlib.Path(__file__).parent / 'data'
 WAIT_S = 5.0
@@ -610,7 +610,7 @@ def test_client_refuses_bad_hosts_and_ports(host, port, message):
 
 
 def test_stats_rate_and_latency_cover_the_window():
-    stats = transport._TypeStats()
+    stats = stream._TypeStats()
     client = SensorStreamClient('127.0.0.1', 5601, name='rates', on_frame=print,
                                 stats_window_s=1.0)
     now = time.monotonic()

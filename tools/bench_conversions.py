@@ -60,7 +60,7 @@ from acres_bridge.emulator.sensors.layouts import hello_layout  # noqa: E402
 from acres_bridge.emulator.sensors.poses import Pose  # noqa: E402
 from acres_bridge.protocol import frames  # noqa: E402
 from acres_bridge.protocol.frames import FrameType  # noqa: E402
-from acres_bridge.protocol.transport import SensorStreamClient  # noqa: E402
+from acres_bridge.protocol.stream import SensorStreamClient  # noqa: E402
 
 
 def decode(frame_type: int, payload: bytes, hello: frames.Hello | None,

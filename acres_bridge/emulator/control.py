@@ -63,7 +63,7 @@ from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.streams import serve_clients
 from acres_bridge.emulator.world import PHYSICS_HZ
 from acres_bridge.emulator.world import World
-from acres_bridge.protocol.transport import require_loopback
+from acres_bridge.protocol.sockets import require_loopback
 
 # FEATURES and SCOPE_TIME_WARNING stay importable from here (emulator/ops.py defines them).
 __all__ = ['ControlServer', 'FEATURES', 'MAX_UNSENT_BYTES', 'reply_line', 'SCOPE_TIME_WARNING']

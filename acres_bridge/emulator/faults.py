@@ -52,8 +52,8 @@ from typing import Any
 from acres_bridge.protocol.frames import HEADER
 from acres_bridge.protocol.frames import HEADER_SIZE
 from acres_bridge.protocol.frames import MAGIC
-from acres_bridge.protocol.transport import require_loopback
-from acres_bridge.protocol.transport import shutdown_socket
+from acres_bridge.protocol.sockets import require_loopback
+from acres_bridge.protocol.sockets import shutdown_socket
 
 logger = logging.getLogger(__name__)
 

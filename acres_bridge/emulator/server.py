@@ -38,7 +38,7 @@ from acres_bridge.emulator.control import ControlServer
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.errors import TransportError
-from acres_bridge.protocol.transport import require_loopback
+from acres_bridge.protocol.sockets import require_loopback
 
 logger = logging.getLogger(__name__)
 

@@ -84,8 +84,8 @@ from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.frames import LidarLayout
-from acres_bridge.protocol.transport import LogThrottle
-from acres_bridge.protocol.transport import SensorStreamClient
+from acres_bridge.protocol.sockets import LogThrottle
+from acres_bridge.protocol.stream import SensorStreamClient
 
 # Keep-last depths. At ten times real time one agent sends 1200 clock, 1000 INS, 100 LiDAR and
 # 100 camera frames per second. A reliable keep-last writer drops a sample it has to overwrite

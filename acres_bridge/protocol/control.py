@@ -46,9 +46,9 @@ from typing import Any, Callable
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
-from acres_bridge.protocol.transport import describe_socket_error
-from acres_bridge.protocol.transport import ReconnectingClient
-from acres_bridge.protocol.transport import shutdown_socket
+from acres_bridge.protocol.sockets import describe_socket_error
+from acres_bridge.protocol.sockets import ReconnectingClient
+from acres_bridge.protocol.sockets import shutdown_socket
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,412 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The sensor stream socket: a frame reader and a reconnecting client thread.
+
+The game listens on 127.0.0.1 and sends frames (``frames`` gives the layout) to one client,
+which sends nothing. The first frame of each connection is a Hello. ``FrameReader`` reads
+frames from a blocking socket with a short time-out into buffers it reuses: exact reads with
+``recv_into``, no copy of a payload, LiDAR points and camera pixels handed out as memoryviews
+valid until the next read. Before reading a payload it checks the claimed length against the
+limit of its type under the current Hello (``frames.max_payload_size``), so a header can never
+make it allocate more; beyond 1 MiB the buffer grows only as fast as the payload arrives, so a
+claim within the limit that the peer does not fill costs no more than the bytes it sent.
+Frames of unknown types are read away in bounded chunks and counted.
+
+``SensorStreamClient`` owns one reader thread, ``sensor-rx:<name>``: it connects, reads,
+calls back on that thread, and reconnects every ``reconnect_s`` after any failure (refused,
+peer closed, bad magic, a length beyond the limit, a truncated frame). A frame whose payload
+was read whole but breaks its layout is counted and skipped without reconnecting.
+"""
+
+from collections import deque
+import dataclasses
+import logging
+import socket
+import threading
+import time
+from typing import Any, Callable
+
+from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.frames import decode_header
+from acres_bridge.protocol.frames import decode_payload
+from acres_bridge.protocol.frames import Frame
+from acres_bridge.protocol.frames import frame_name
+from acres_bridge.protocol.frames import FrameHeader
+from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.frames import HEADER_SIZE
+from acres_bridge.protocol.frames import Hello
+from acres_bridge.protocol.frames import HelloFrame
+from acres_bridge.protocol.frames import max_payload_size
+from acres_bridge.protocol.frames import MAX_SENSOR_PAYLOAD
+from acres_bridge.protocol.sockets import CONNECT_TIMEOUT_S
+from acres_bridge.protocol.sockets import ReconnectingClient
+
+logger = logging.getLogger(__name__)
+
+READ_TIMEOUT_S = 0.2
+_DISCARD_CHUNK = 1 << 16
+_GROW_START = 1 << 20
+_SAMPLES = 8192
+_KNOWN_TYPES = frozenset(int(kind) for kind in FrameType)
+
+
+class FrameReader:
+    """
+    Read frames from a connected, blocking stream socket.
+
+    The socket should have a short time-out (``READ_TIMEOUT_S``): at each time-out the reader
+    checks ``stop``. The reader keeps the Hello of its connection and checks every later
+    frame against it.
+
+    :param sock: the connected socket; the reader never closes it.
+    :param stop: when set, a read in progress raises ``TransportError('stopped')``.
+    :param max_frame_bytes: a cap on any payload, below the limits of ``max_payload_size``.
+    :param on_skipped: called with the header of each frame of an unknown type, after its
+        payload was read away.
+    """
+
+    def __init__(self, sock: socket.socket, *, stop: threading.Event | None = None,
+                 max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
+                 on_skipped: Callable[[FrameHeader], None] | None = None) -> None:
+        self._sock = sock
+        self._stop = stop if stop is not None else threading.Event()
+        self._max_frame_bytes = max_frame_bytes
+        self._on_skipped = on_skipped
+        self._header = bytearray(HEADER_SIZE)
+        self._header_view = memoryview(self._header)
+        self._buffer = bytearray()
+        self._view = memoryview(self._buffer)
+        self._discard: memoryview | None = None
+        self._hello: Hello | None = None
+        self.last_header: FrameHeader | None = None
+        self.bytes_read = 0
+        self.skipped_frames = 0
+        self.skipped_bytes = 0
+
+    @property
+    def hello(self) -> Hello | None:
+        """Return the last Hello of this connection, None before the first."""
+        return self._hello
+
+    @property
+    def buffer_size(self) -> int:
+        """Return the bytes of the payload buffer (it grows to the largest frame read)."""
+        return len(self._buffer)
+
+    def read_frame(self) -> Frame:
+        """
+        Read and decode the next frame of a known type.
+
+        :return: the frame; its memoryviews stay valid until the next call.
+        :raises FrameError: for a frame that breaks the layout. ``recoverable`` tells whether
+            the reader still stands at a frame boundary; if not, close the connection.
+        :raises TransportError: when the peer closed at a frame boundary, the socket failed
+            or ``stop`` was set.
+        """
+        while True:
+            if self._stop.is_set():
+                raise TransportError('stopped')
+            self.last_header = None
+            self._read_exact(self._header_view, HEADER_SIZE, boundary=True)
+            header = decode_header(self._header)
+            self.last_header = header
+            kind = header.frame_type
+            size = header.payload_size
+            limit = min(max_payload_size(kind, self._hello), self._max_frame_bytes)
+            if size > limit:
+                raise FrameError(f'{frame_name(kind)} frame claims {size} payload bytes, more '
+                                 f'than the limit of {limit}')
+            if kind not in _KNOWN_TYPES:
+                self._skip(size)
+                self.skipped_frames += 1
+                self.skipped_bytes += size
+                if self._on_skipped is not None:
+                    self._on_skipped(header)
+                continue
+            payload = self._read_payload(size)
+            try:
+                frame = decode_payload(header, payload, self._hello)
+            except FrameError as exc:
+                raise FrameError(str(exc), recoverable=True) from exc
+            if isinstance(frame, HelloFrame):
+                self._hello = frame.hello
+            return frame
+
+    def _read_payload(self, size: int) -> memoryview:
+        """Read a payload into the buffer; grow it only as fast as bytes actually arrive."""
+        if size <= len(self._buffer):
+            view = self._view[:size]
+            self._read_exact(view, size, boundary=False)
+            return view
+        # A new buffer rather than a resize: views of the last frame may still be held. Above
+        # _GROW_START it doubles as the payload fills it, so a header that claims more than
+        # the peer sends never sizes the buffer (within the limit of its type) by itself.
+        received = 0
+        buffer = bytearray(min(size, max(_GROW_START, len(self._buffer))))
+        while True:
+            view = memoryview(buffer)
+            self._read_exact(view[received:], len(buffer) - received, boundary=False,
+                             before=received, total=size)
+            received = len(buffer)
+            if received == size:
+                break
+            grown = bytearray(min(size, 2 * received))
+            grown[:received] = buffer
+            buffer = grown
+        self._buffer = buffer
+        self._view = memoryview(buffer)
+        return self._view[:size]
+
+    def _skip(self, size: int) -> None:
+        if self._discard is None:
+            self._discard = memoryview(bytearray(_DISCARD_CHUNK))
+        while size > 0:
+            chunk = min(size, _DISCARD_CHUNK)
+            self._read_exact(self._discard, chunk, boundary=False)
+            size -= chunk
+
+    def _read_exact(self, view: memoryview, count: int, *, boundary: bool, before: int = 0,
+                    total: int | None = None) -> None:
+        """Fill ``view[:count]``; ``before`` and ``total`` place it in a larger read."""
+        received = 0
+        recv_into = self._sock.recv_into
+        while received < count:
+            try:
+                got = recv_into(view[received:count], count - received)
+            except TimeoutError:
+                if self._stop.is_set():
+                    raise TransportError('stopped') from None
+                continue
+            except OSError as exc:
+                raise TransportError(f'receive failed: {exc}') from exc
+            if got == 0:
+                if boundary and received == 0:
+                    raise TransportError('peer closed')
+                raise FrameError(f'truncated frame: the peer closed after '
+                                 f'{before + received} of {total or count} bytes')
+            received += got
+        self.bytes_read += count
+
+
+@dataclasses.dataclass(slots=True)
+class _TypeStats:
+    """Counters of one frame type; ``samples`` holds (receive time, latency) pairs."""
+
+    frames: int = 0
+    bytes: int = 0
+    bad: int = 0
+    last_sequence: int | None = None
+    last_stamp_s: float | None = None
+    last_latency_s: float | None = None
+    samples: deque = dataclasses.field(default_factory=lambda: deque(maxlen=_SAMPLES))
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+class SensorStreamClient(ReconnectingClient):
+    """
+    Read one agent's sensor stream on a thread, reconnecting after any failure.
+
+    Callbacks run on the reader thread ``sensor-rx:<name>``: ``on_frame(frame)`` for each
+    frame (its memoryviews are valid until the callback returns), ``on_connection(connected,
+    reason)`` when the state or the reason of a failure changes, ``on_bad_frame(error)`` for
+    each frame that breaks the layout. An exception in a callback is logged and counted; it
+    never stops the thread.
+
+    :param host: the simulator host; it must resolve to a loopback address.
+    :param port: the TCP port of the stream, 1 to 65535.
+    :param name: names the thread and the log lines, e.g. the agent.
+    :param reconnect_s: the wait before each new connection attempt.
+    :param connect_timeout_s: the time-out of one connection attempt.
+    :param read_timeout_s: how often a blocked read checks for ``stop()``.
+    :param max_frame_bytes: a cap on any payload (see ``FrameReader``).
+    :param stats_window_s: the span of the rates and latency figures of ``stats``.
+    :raises TransportError: for a host that is not loopback or a port out of range.
+    """
+
+    _kind = 'sensor stream'
+
+    def __init__(self, host: str, port: int, *, name: str,
+                 on_frame: Callable[[Frame], None],
+                 on_connection: Callable[[bool, str], None] | None = None,
+                 on_bad_frame: Callable[[FrameError], None] | None = None,
+                 reconnect_s: float = 1.0, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+                 read_timeout_s: float = READ_TIMEOUT_S,
+                 max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
+                 stats_window_s: float = 5.0) -> None:
+        super().__init__(host, port, name=name, thread_name=f'sensor-rx:{name}',
+                         on_connection=on_connection, reconnect_s=reconnect_s,
+                         connect_timeout_s=connect_timeout_s,
+                         counters=('bad_frames', 'unknown_frames', 'unknown_bytes',
+                                   'sequence_gaps'))
+        self._on_frame = on_frame
+        self._on_bad_frame = on_bad_frame
+        self._read_timeout_s = read_timeout_s
+        self._max_frame_bytes = max_frame_bytes
+        self._window_s = stats_window_s
+        self._reader: FrameReader | None = None
+        self._by_type = {int(kind): _TypeStats() for kind in FrameType}
+        self._last_bad_frame = ''
+        self._connected_since: float | None = None
+        self._started = time.monotonic()
+        self._expected_sequence: int | None = None
+        self._last_frame_at: float | None = None
+        self._last_frame_type = ''
+
+    def start(self) -> None:
+        """Start the reader thread (once)."""
+        self._started = time.monotonic()
+        super().start()
+
+    @property
+    def hello(self) -> Hello | None:
+        """Return the Hello of the current connection, None without one."""
+        reader = self._reader
+        return reader.hello if reader is not None else None
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """
+        Return a snapshot of the counters, safe to take from any thread.
+
+        Keys: ``name``, ``address``, ``port``, ``connected``, ``reason`` (of the last state
+        change), ``connected_for_s``, ``connections``, ``reconnects``, ``connect_failures``,
+        ``disconnects``, ``bad_frames``, ``last_bad_frame``, ``unknown_frames``,
+        ``unknown_bytes``, ``sequence_gaps``, ``callback_errors``, ``frames``, ``bytes``,
+        ``idle_s`` (while connected: the time since the last frame, or since the connection
+        when none came yet), ``last_frame`` (its type name, empty before the first), ``window_s``
+        and ``by_type``: for each of hello, clock, ins, lidar, camera and barrier
+        ``frames``, ``bytes``, ``bad``, ``rate_hz``, ``latency_p50_ms``, ``latency_max_ms``
+        (over the frames of the last ``window_s``, None without any), ``last_latency_ms``,
+        ``last_stamp_s`` and ``last_sequence``. The latency is the receive time minus the
+        frame's publish time, both CLOCK_MONOTONIC.
+        """
+        now = time.monotonic()
+        with self._lock:
+            since = self._connected_since
+            snapshot = self._connection_stats()
+            snapshot['connected_for_s'] = None if since is None else now - since
+            last_frame_at = self._last_frame_at
+            snapshot['idle_s'] = (None if since is None
+                                  else now - (since if last_frame_at is None else last_frame_at))
+            snapshot['last_frame'] = self._last_frame_type if since is not None else ''
+            snapshot['last_bad_frame'] = self._last_bad_frame
+            snapshot['window_s'] = self._window_s
+            copied = {kind: (dataclasses.replace(stats, samples=None), list(stats.samples))
+                      for kind, stats in self._by_type.items()}
+        snapshot['frames'] = sum(stats.frames for stats, _ in copied.values())
+        snapshot['bytes'] = sum(stats.bytes for stats, _ in copied.values())
+        span_start = max(now - self._window_s, self._started)
+        snapshot['by_type'] = {
+            frame_name(kind): self._type_snapshot(stats, samples, now, span_start)
+            for kind, (stats, samples) in copied.items()}
+        return snapshot
+
+    def _type_snapshot(self, stats: _TypeStats, samples: list[tuple[float, float]],
+                       now: float, span_start: float) -> dict[str, Any]:
+        recent = [sample for sample in samples if sample[0] >= span_start]
+        rate_hz = 0.0
+        if len(recent) == len(samples) == _SAMPLES and recent[-1][0] > recent[0][0]:
+            rate_hz = (len(recent) - 1) / (recent[-1][0] - recent[0][0])
+        elif recent and now > span_start:
+            rate_hz = len(recent) / (now - span_start)
+        latencies = sorted(latency for _, latency in recent)
+        return {
+            'frames': stats.frames, 'bytes': stats.bytes, 'bad': stats.bad,
+            'rate_hz': rate_hz,
+            'latency_p50_ms': _percentile(latencies, 0.5) * 1e3 if latencies else None,
+            'latency_max_ms': latencies[-1] * 1e3 if latencies else None,
+            'last_latency_ms': (None if stats.last_latency_s is None
+                                else stats.last_latency_s * 1e3),
+            'last_stamp_s': stats.last_stamp_s, 'last_sequence': stats.last_sequence,
+        }
+
+    # --- the reader thread -------------------------------------------------------------------
+
+    def _configure(self, sock: socket.socket) -> None:
+        sock.settimeout(self._read_timeout_s)
+
+    def _serve(self, sock: socket.socket) -> str:
+        reader = FrameReader(sock, stop=self._stop, max_frame_bytes=self._max_frame_bytes,
+                             on_skipped=self._count_skipped)
+        with self._lock:
+            self._reader = reader
+            self._connected_since = time.monotonic()
+            self._expected_sequence = None
+            self._last_frame_at = None
+            self._last_frame_type = ''
+        try:
+            return self._read_loop(reader)
+        finally:
+            with self._lock:
+                self._reader = None
+                self._connected_since = None
+
+    def _read_loop(self, reader: FrameReader) -> str:
+        while True:
+            try:
+                frame = reader.read_frame()
+            except FrameError as exc:
+                self._count_bad(exc, reader.last_header)
+                if not exc.recoverable:
+                    return f'bad frame: {exc}'
+                continue
+            except TransportError as exc:
+                return str(exc)
+            self._count_frame(frame.header, isinstance(frame, HelloFrame))
+            self._call('on_frame', self._on_frame, frame)
+
+    def _count_frame(self, header: FrameHeader, is_hello: bool) -> None:
+        received = time.monotonic()
+        latency_s = received - header.publish_s
+        with self._lock:
+            stats = self._by_type[header.frame_type]
+            stats.frames += 1
+            stats.bytes += HEADER_SIZE + header.payload_size
+            stats.last_sequence = header.sequence
+            stats.last_stamp_s = header.stamp_s
+            stats.last_latency_s = latency_s
+            stats.samples.append((received, latency_s))
+            self._last_frame_at = received
+            self._last_frame_type = frame_name(header.frame_type)
+            expected = self._expected_sequence
+            if expected is not None and header.sequence != expected and not is_hello:
+                self._counts['sequence_gaps'] += 1
+            # The Core server numbers its Hello 0 whatever its counter says.
+            self._expected_sequence = (
+                None if is_hello else (header.sequence + 1) & 0xFFFFFFFF)
+
+    def _count_skipped(self, header: FrameHeader) -> None:
+        with self._lock:
+            self._counts['unknown_frames'] += 1
+            self._counts['unknown_bytes'] += HEADER_SIZE + header.payload_size
+            self._expected_sequence = (header.sequence + 1) & 0xFFFFFFFF
+        logger.debug('sensor stream %s: skipped a frame of unknown type %d (%d bytes)',
+                     self.name, header.frame_type, header.payload_size)
+
+    def _count_bad(self, error: FrameError, header: FrameHeader | None) -> None:
+        with self._lock:
+            self._counts['bad_frames'] += 1
+            self._last_bad_frame = str(error)
+            if header is not None and header.frame_type in self._by_type:
+                self._by_type[header.frame_type].bad += 1
+            if header is not None:
+                self._expected_sequence = (header.sequence + 1) & 0xFFFFFFFF
+        self._warn('bad frame: %s', error)
+        self._call('on_bad_frame', self._on_bad_frame, error)
