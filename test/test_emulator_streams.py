@@ -196,6 +196,29 @@ def test_the_drop_rules_drop_sensor_frames_first_and_number_only_queued_frames()
         stream.stop()
 
 
+def test_frames_a_client_does_not_read_yet_arrive_whole_and_in_order():
+    # Frames go straight into the socket while nothing waits, and queue once the socket is
+    # full (the rest of a partial send first): the client that reads later gets every byte.
+    stream = SensorStreamServer(agent='probe', hello={'agent': 'probe'}, time_s=lambda: 0.0)
+    stream.start()
+    try:
+        sock = connect_stream(stream.port)
+        assert read_frame(sock)[:2] == (FrameType.HELLO, 0)
+        sent = []
+        for k in range(1, 61):
+            kind = FrameType.CAMERA if k % 3 == 0 else FrameType.CLOCK
+            payload = bytes([k]) * (1_000_003 if kind == FrameType.CAMERA else 8)
+            assert stream.queue(kind, payload, k / 120)
+            sent.append((kind, k, payload))
+        assert stream.queued_bytes > 0        # the socket filled: the rest waits in the queue
+        received = [read_frame(sock) for _ in sent]
+        assert [(kind, sequence, payload) for kind, sequence, _, payload in received] == sent
+        assert stream.wait_drained(10.0) and stream.queued_bytes == 0
+        sock.close()
+    finally:
+        stream.stop()
+
+
 def test_the_log_lines_follow_the_seed(caplog):
     caplog.set_level(logging.INFO, logger='acres_bridge.emulator.streams')
     with Emulator(('polaris',), lockstep=True) as emulator:
