@@ -21,6 +21,7 @@ test's Context; a tap keeps the frames the bridge decoded, so every stored scan 
 with the simulator's own points. Waits are on conditions with time-outs.
 """
 
+from emulator_probe import JsonChannel
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
@@ -38,8 +39,6 @@ from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
-
-from emulator_probe import JsonChannel  # noqa: I100 (a test helper, like sensor_bridge_graph)
 
 pytestmark = pytest.mark.ros
 SCANS = 24

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 
+from emulator_probe import JsonChannel
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
@@ -41,8 +42,6 @@ from acres_bridge.dataset.format import RANGE_STEP_M
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
-
-from emulator_probe import JsonChannel  # noqa: I100 (a test helper)
 
 pytestmark = pytest.mark.ros
 TIMEOUT_S = 30.0

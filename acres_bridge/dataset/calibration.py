@@ -127,9 +127,10 @@ class Calibration:
         """
         try:
             rings, columns = int(meta['rings']), int(meta['columns'])
-            values = meta['calibration']
+            # A sequence committed before its first scan has no calibration yet: NaN angles.
+            values = meta.get('calibration') or {}
         except (KeyError, TypeError, ValueError) as exc:
-            raise DatasetError(f'meta.json lacks rings, columns or calibration: {exc}') from exc
+            raise DatasetError(f'meta.json lacks rings or columns: {exc}') from exc
         mount_xyz = values.get('mount_xyz_m')
         mount_rpy = values.get('mount_rpy_deg')
 

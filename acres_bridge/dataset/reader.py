@@ -47,7 +47,7 @@ from acres_bridge.dataset.format import SPLITS
 # uint16 range value -> float32 metres, NaN for 0: one gather per cell, the table stays in cache.
 _RANGE_TABLE = np.arange(65536, dtype=np.float32) * np.float32(RANGE_STEP_M)
 _RANGE_TABLE[0] = np.nan
-_BLOCK_SCANS = 2        # scans converted at once: source and result stay in the CPU's cache
+_BLOCK_SCANS = 4        # scans converted at once: source and result stay in the CPU's cache
 
 Index = int | slice | Iterable[int] | np.ndarray
 
@@ -118,7 +118,9 @@ class Sequence:
                 end = min(block + _BLOCK_SCANS, count)
                 part = (source[start + block:start + end] if picks is None
                         else source[picks[block:end]])
-                np.take(_RANGE_TABLE, part, out=out[position + block:position + end])
+                # 'clip' skips the bounds check: no uint16 is out of the 65536-entry table.
+                np.take(_RANGE_TABLE, part, out=out[position + block:position + end],
+                        mode='clip')
             position += count
         return out[0] if single else out
 
