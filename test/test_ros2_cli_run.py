@@ -1,0 +1,188 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``ros2 run acres_bridge <each executable>`` and ``ros2 launch acres_bridge <each file>``.
+
+Each runs as a user runs it (a shell that sourced setup.bash, its own process group), against
+an emulator started with ``ros2 run``, then gets Ctrl-C (SIGINT to the process group): exit 0,
+no traceback, no process left. Each node shows once in ``ros2 node list`` and answers
+``ros2 param``. ``rviz:=true`` without rviz2 fails before anything starts; ``record_dataset``
+records each agent into ``$ACRES_DATA``.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ros2_tools import assert_clean_exit
+from ros2_tools import Background
+from ros2_tools import free_ports
+from ros2_tools import PACKAGE
+from ros2_tools import require_tooling
+from ros2_tools import run
+from ros2_tools import stop_daemon
+from ros2_tools import wait_for_nodes
+import yaml
+
+from acres_bridge.dataset import LidarSet
+
+pytestmark = pytest.mark.ros
+PARAM = ['--no-daemon', '--spin-time', '2', '--timeout', '10']
+HELLO = r'sensor stream polaris: hello from agent'
+
+
+@pytest.fixture
+def emulator() -> Iterator[tuple[int, int]]:
+    """Run ``ros2 run acres_bridge acres_sim_emulator`` on free ports; give (control, sensor)."""
+    require_tooling()
+    control, sensor = free_ports(2)
+    process = Background(['ros2', 'run', PACKAGE, 'acres_sim_emulator', '--control-port',
+                          str(control), '--sensor-ports', str(sensor)])
+    try:
+        process.wait_for('ACRES_SIM_EMULATOR_READY')
+        yield control, sensor
+        code = process.interrupt()
+        assert_clean_exit(process, code)
+    finally:
+        process.kill()
+        stop_daemon()
+
+
+def _param(node: str, name: str) -> object:
+    result = run(['ros2', 'param', 'get', *PARAM, '--hide-type', node, name])
+    assert result.returncode == 0, result.stdout
+    return yaml.safe_load(result.stdout)
+
+
+def _dump(node: str) -> dict:
+    result = run(['ros2', 'param', 'dump', *PARAM, node])
+    assert result.returncode == 0, result.stdout
+    return yaml.safe_load(result.stdout)[node]['ros__parameters']
+
+
+def _once(listed: list[str], *nodes: str) -> None:
+    for node in nodes:
+        assert listed.count(node) == 1, f'{node} in ros2 node list: {listed}'
+
+
+def test_ros2_run_acres_sim_emulator_and_ctrl_c(emulator: tuple[int, int]) -> None:
+    """The fixture itself: the emulator is ready, then Ctrl-C ends it with exit 0."""
+    assert all(port > 0 for port in emulator)
+
+
+# executable -> (its arguments for the emulator's ports, the line it is ready at, node, a
+# parameter and the value it must have)
+RUNS = {
+    'sensor_bridge': (lambda control, sensor: ['-r', '__ns:=/polaris', '-p', f'port:={sensor}'],
+                      HELLO, '/polaris/sensor_bridge', 'port', lambda c, s: s),
+    'sim_control': (lambda control, sensor: ['-p', f'port:={control}', '-p', 'timeout_s:=7.5'],
+                    'control channel: connected', '/sim_control', 'timeout_s',
+                    lambda c, s: 7.5),
+    'acres_bridge': (lambda control, sensor: ['-p', f'port:={control}'], HELLO,
+                     '/acres_bridge', 'port', lambda c, s: c),
+    'lidar_recorder': (lambda control, sensor: ['-r', '__ns:=/polaris', '-p', 'set:=cli'],
+                       'recording /polaris/lidar/points', '/polaris/lidar_recorder',
+                       'points_topic', lambda c, s: 'lidar/points'),
+}
+
+
+@pytest.mark.parametrize('executable', sorted(RUNS))
+def test_ros2_run_each_executable_answers_ros2_param_and_ends_on_ctrl_c(
+        executable: str, emulator: tuple[int, int], tmp_path: Path) -> None:
+    arguments, ready, node, parameter, expected = RUNS[executable]
+    command = Background(['ros2', 'run', PACKAGE, executable, '--ros-args',
+                          *arguments(*emulator)], ACRES_DATA=str(tmp_path))
+    try:
+        command.wait_for(ready, timeout_s=60.0)
+        nodes = [node, '/sim_control'] if executable == 'acres_bridge' else [node]
+        _once(wait_for_nodes(nodes), *nodes)
+        assert _param(node, parameter) == expected(*emulator)
+        assert _dump(node)[parameter] == expected(*emulator)
+        code = command.interrupt()
+        assert_clean_exit(command, code)
+    finally:
+        command.kill()
+
+
+@pytest.mark.parametrize('launch_file, arguments, processes, nodes', [
+    ('sensor_bridge.launch.py', lambda control, sensor: [f'port:={sensor}'],
+     ['sensor_bridge'], ['/polaris/sensor_bridge']),
+    ('acres_session.launch.py', lambda control, sensor: [f'port:={control}'],
+     ['acres_bridge'], ['/acres_bridge', '/sim_control']),
+])
+def test_ros2_launch_against_the_emulator_and_ctrl_c(
+        launch_file: str, arguments, processes: list[str], nodes: list[str],
+        emulator: tuple[int, int]) -> None:
+    """(emulator_session.launch.py gets the same checks in test_ros2_cli.py.)"""
+    launch = Background(['ros2', 'launch', PACKAGE, launch_file, *arguments(*emulator)])
+    try:
+        launch.wait_for(HELLO, timeout_s=60.0)
+        _once(wait_for_nodes(nodes), *nodes)
+        assert 'already registered' not in launch.output
+        code = launch.interrupt()
+        assert_clean_exit(launch, code, processes)
+    finally:
+        launch.kill()
+
+
+@pytest.mark.parametrize('launch_file', ['acres_session.launch.py',
+                                         'emulator_session.launch.py'])
+def test_rviz_without_rviz2_fails_before_anything_starts(launch_file: str) -> None:
+    require_tooling()
+    if run(['ros2', 'pkg', 'prefix', 'rviz2']).returncode == 0:
+        pytest.skip('rviz2 is installed in this environment')
+    control, sensor = free_ports(2)
+    launch = Background(['ros2', 'launch', PACKAGE, launch_file, 'rviz:=true',
+                         f'port:={control}', f'sensor_ports:={sensor}'])
+    try:
+        code = launch.wait(60.0)
+        assert code != 0
+        assert 'rviz:=true needs the executable rviz2 of package rviz2' in launch.output
+        assert 'process started' not in launch.output, launch.output
+        assert not launch.descendants()
+    finally:
+        launch.kill()
+
+
+def test_record_dataset_records_each_vehicle_and_ends_on_ctrl_c(tmp_path: Path) -> None:
+    """emulator_session.launch.py record_dataset:=true: a recorder per vehicle, on /clock."""
+    require_tooling()
+    control, first, second = free_ports(3)
+    launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
+                         'vehicles:=polaris,maxxum', f'port:={control}',
+                         f'sensor_ports:={first},{second}', 'record_dataset:=true',
+                         'dataset_set:=cli', 'dataset_sequence:=run1'],
+                        ACRES_DATA=str(tmp_path))
+    recorders = ['/polaris/lidar_recorder', '/maxxum/lidar_recorder']
+    try:
+        launch.wait_for(r'sensor stream maxxum: hello from agent', timeout_s=60.0)
+        _once(wait_for_nodes(['/acres_bridge', '/sim_control', *recorders]),
+              '/acres_bridge', '/sim_control', *recorders)
+        for recorder, agent in zip(recorders, ('polaris', 'maxxum')):
+            assert _param(recorder, 'use_sim_time') is True
+            assert _param(recorder, 'sequence') == f'run1-{agent}'
+        # Each recorder opens its sequence at its first cloud.
+        for agent in ('polaris', 'maxxum'):
+            launch.wait_for(rf'recording \d+ x \d+ scans into .*/cli/run1-{agent}\b',
+                            timeout_s=60.0)
+        code = launch.interrupt(60.0)
+        assert_clean_exit(launch, code, ['acres_sim_emulator', 'acres_bridge', 'lidar_recorder'])
+        dataset = LidarSet.open('cli', root=tmp_path)    # what Ctrl-C committed
+        assert sorted(dataset.names) == ['run1-maxxum', 'run1-polaris']
+        for name in dataset.names:
+            assert len(dataset[name]) > 0
+    finally:
+        launch.kill()
+        stop_daemon()
