@@ -39,6 +39,7 @@ from acres_bridge.dataset.cloud import OrganisedCloud
 from acres_bridge.dataset.format import FLAG_GAP
 from acres_bridge.dataset.format import QUALITY_RTK
 from acres_bridge.dataset.format import RANGE_STEP_M
+from acres_bridge.dataset.picture import scan_picture
 from acres_bridge.dataset.recorder import LidarRecorder
 
 SCANS = 12
@@ -191,3 +192,14 @@ def test_top_view_of_a_recorded_scan(tmp_path, drive):
     assert np.all(grid[1][tuple(np.array(sorted(cells)).T)] > 0.5)
     small = TopView(x_min=0.0, y_min=-12.8, cell_m=0.1)
     assert small(sequence.calibration, sequence.range_m(slice(0, 8))).shape == (8, 2, 256, 256)
+
+
+def test_the_picture_of_a_scan_shows_its_range_image_and_top_view(tmp_path, drive):
+    sequence = _record(tmp_path, drive, fields='xyzi', sequence='picture')['picture']
+    picture = scan_picture(sequence, 0)
+    assert picture.dtype == np.uint8 and picture.shape[2] == 3
+    assert picture.shape[1] == 1800                     # the range image's columns
+    strip = picture[:32 * 4]
+    assert np.array_equal(strip[::4, :, 0] > 0, np.isfinite(sequence.range_m(0)))
+    top = picture[32 * 4 + 8:]
+    assert top.shape[0] == 256 * 3 and np.count_nonzero(top.any(axis=2)) > 1000

@@ -17,21 +17,26 @@ The demo: the simulator emulator, the bridge and a live viewer, until Ctrl-C.
 
     tools/demo                                   # the Polaris, until Ctrl-C
     tools/demo --duration 20 --vehicles polaris,maxxum --out out/demo
+    tools/demo --duration 30 --record-dataset ~/data/acres/lidar   # also a LiDAR data set
 
 It starts three kinds of child process, each in its own process group, with DDS discovery
-limited to this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, ROS_LOCALHOST_ONLY=1) and a
-ROS_DOMAIN_ID of its own:
+limited to this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, and ROS_LOCALHOST_ONLY=1 on
+Humble only: Jazzy and later warn that it is deprecated) and a ROS_DOMAIN_ID of its own:
 
 1. ``acres_sim_emulator`` on free loopback ports, playing at real time (``--rate``);
 2. the bridge: the ``acres_bridge`` executable (the whole session in one process), or, where it
    is not there yet, ``sim_control`` plus one ``sensor_bridge`` per vehicle;
 3. the viewer (``python -m acres_bridge.demo.viewer``), which prints the table of topics on this
    terminal and writes ``camera_lidar.png``, ``birdseye.png`` and ``viewer_summary.json`` into
-   ``--out``.
+   ``--out``;
+4. with ``--record-dataset DIR``, one ``lidar_recorder`` per vehicle (in the vehicle's
+   namespace), which writes the LiDAR data set ``DIR/demo/<start time>-<vehicle>/``
+   (docs/dataset.md); its log is ``<out>/recorder.log``.
 
 The emulator's and the bridge's output goes to ``<out>/emulator.log`` and ``<out>/bridge.log``.
 Ctrl-C (or SIGTERM, or the end of ``--duration``) stops the viewer first (it draws its last
-pictures), then the bridge, then the emulator: SIGINT to each process group, SIGTERM after a
+pictures), then the recorders (they commit their last scans), then the bridge, then the
+emulator: SIGINT to each process group, SIGTERM after a
 grace period, SIGKILL as the last resort. The exit status is 0 when the viewer wrote its
 pictures and every child stopped cleanly.
 """
@@ -59,6 +64,7 @@ ENTRY_POINTS = {
     'acres_bridge': 'acres_bridge.nodes.bridge',
     'sensor_bridge': 'acres_bridge.nodes.sensor_bridge',
     'sim_control': 'acres_bridge.nodes.sim_control',
+    'lidar_recorder': 'acres_bridge.nodes.lidar_recorder',
 }
 OUTPUTS = ('camera_lidar.png', 'birdseye.png', 'viewer_summary.json')
 
@@ -173,10 +179,43 @@ def _start_bridge(args: argparse.Namespace, env: dict[str, str], out: Path,
     return children
 
 
+def _start_recorders(args: argparse.Namespace, env: dict[str, str], out: Path) -> list[Child]:
+    root = args.record_dataset.expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    return [Child(f'lidar_recorder:{agent}', _command('lidar_recorder') + [
+        '--ros-args', '-r', f'__ns:=/{agent}', '-p', f'root:={root}', '-p', 'set:=demo'],
+        env=env, log=out / 'recorder.log') for agent in args.vehicles]
+
+
+def _dataset_summary(root: Path, started: float) -> str:
+    """Return one line per sequence the demo's recorders wrote."""
+    try:
+        from acres_bridge.dataset import DatasetError
+        from acres_bridge.dataset import LidarSet
+    except ImportError as exc:
+        return f'demo: the data set reader is not importable: {exc}'
+    try:
+        dataset = LidarSet.open('demo', root=root)
+    except DatasetError as exc:
+        return f'demo: no data set: {exc}'
+    lines = []
+    for name in dataset.names:
+        sequence = dataset[name]
+        if sequence.folder.stat().st_mtime >= started:
+            lines.append(f'demo: data set sequence {sequence.folder}: {len(sequence)} scans')
+    return '\n'.join(lines) or f'demo: no sequence written below {root / "demo"}'
+
+
 def _environment(args: argparse.Namespace) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'ROS_LOCALHOST_ONLY': '1',
+    env.update({'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
                 'ROS_DOMAIN_ID': str(args.domain_id), 'PYTHONUNBUFFERED': '1'})
+    # Humble reads ROS_LOCALHOST_ONLY; Jazzy reads the range and warns about the old variable
+    # in every process, Kilted ignores it.
+    if env.get('ROS_DISTRO') == 'humble':
+        env['ROS_LOCALHOST_ONLY'] = '1'
+    else:
+        env.pop('ROS_LOCALHOST_ONLY', None)
     if args.dds_profile and DDS_PROFILE.is_file():
         # The prefix is Kilted (Fast DDS 3), which reads FASTDDS_ and warns about FASTRTPS_.
         env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
@@ -221,6 +260,9 @@ def _parser() -> argparse.ArgumentParser:
                         help='seconds between pictures (default 2)')
     parser.add_argument('--print-period', type=float, default=5.0,
                         help='seconds between tables when the output is not a terminal')
+    parser.add_argument('--record-dataset', type=Path, metavar='DIR', default=None,
+                        help='also record each vehicle\'s LiDAR into the data set DIR/demo '
+                             '(lidar_recorder; see docs/dataset.md)')
     parser.add_argument('--start-timeout', type=float, default=30.0, help=argparse.SUPPRESS)
     return parser
 
@@ -231,8 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.vehicles = [name.strip() for name in args.vehicles.split(',') if name.strip()]
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS + ('emulator.log', 'bridge.log'):
+    for name in OUTPUTS + ('emulator.log', 'bridge.log', 'recorder.log'):
         (out / name).unlink(missing_ok=True)
+    started = time.time()
     env = _environment(args)
 
     stop = threading.Event()
@@ -253,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f'{",".join(map(str, sensor_ports))} vehicles={",".join(args.vehicles)} '
               f'mode={args.mode}; ROS_DOMAIN_ID={args.domain_id}; logs in {out}', flush=True)
         children += _start_bridge(args, env, out, control_port, sensor_ports)
+        if args.record_dataset is not None:
+            children += _start_recorders(args, env, out)
         viewer = Child('viewer', [
             sys.executable, '-m', 'acres_bridge.demo.viewer', '--namespaces',
             ','.join(args.vehicles), '--out', str(out), '--picture-period',
@@ -284,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pictures = [out / name for name in OUTPUTS[:2] if (out / name).is_file()]
     print('demo: pictures ' + ('  '.join(map(str, pictures)) if pictures else 'none') +
           f'; logs {out / "emulator.log"} {out / "bridge.log"}', flush=True)
+    if args.record_dataset is not None:
+        print(_dataset_summary(args.record_dataset.expanduser().resolve(), started), flush=True)
     unclean = {name: status for name, status in statuses.items()
                if status not in (0, -signal.SIGINT, 130)}
     if unclean:

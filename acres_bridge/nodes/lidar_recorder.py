@@ -24,6 +24,7 @@ most that much.
 """
 
 import signal
+import sys
 import threading
 
 from nav_msgs.msg import Odometry
@@ -200,8 +201,11 @@ class LidarRecorderNode(Node):
                 signal.signal(signal.SIGINT, previous)
         with self._lock:
             if self.recorder.writer is not None:
-                self.get_logger().info(
-                    f'{self.recorder.writer.scans} scans in {self.folder}')
+                line = f'{self.recorder.writer.scans} scans in {self.folder}'
+                if self.context.ok():
+                    self.get_logger().info(line)
+                else:                   # after Ctrl-C: /rosout is gone, stderr is not
+                    print(f'[lidar_recorder] {line}', file=sys.stderr, flush=True)
 
     def destroy_node(self) -> None:
         """Commit what is open, then destroy the subscriptions."""
