@@ -43,6 +43,7 @@ pictures and every child stopped cleanly.
 
 import argparse
 from collections.abc import Sequence
+import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
@@ -206,13 +207,23 @@ def _dataset_summary(root: Path, started: float) -> str:
     return '\n'.join(lines) or f'demo: no sequence written below {root / "demo"}'
 
 
+def _ros_distro() -> str:
+    """Name the distribution of this Python's rclpy: its wheel's version, else ROS_DISTRO."""
+    fallback = os.environ.get('ROS_DISTRO', '').lower()
+    try:
+        major = int(importlib.metadata.version('ros-rclpy').split('.')[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return fallback
+    return {3: 'humble', 4: 'iron', 7: 'jazzy', 9: 'kilted'}.get(major, fallback)
+
+
 def _environment(args: argparse.Namespace) -> dict[str, str]:
     env = dict(os.environ)
     env.update({'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
                 'ROS_DOMAIN_ID': str(args.domain_id), 'PYTHONUNBUFFERED': '1'})
     # Humble reads ROS_LOCALHOST_ONLY; Jazzy reads the range and warns about the old variable
     # in every process, Kilted ignores it.
-    if env.get('ROS_DISTRO') == 'humble':
+    if _ros_distro() == 'humble':
         env['ROS_LOCALHOST_ONLY'] = '1'
     else:
         env.pop('ROS_LOCALHOST_ONLY', None)
