@@ -24,9 +24,13 @@ reset and each change of state; ``progress`` (``id``, ``completed``, ``remaining
 step request with ``progress`` true. The simulator sends an episode event first on each
 connection and reads requests once a frame, so replies come a frame later or more.
 
-``ControlClient`` owns one reader thread (``control-rx``): it connects and reconnects, matches
+``ControlClient`` owns one thread (``control-rx``): it connects and reconnects, matches
 replies to futures by id, routes progress events to the request's callback and other events
 to ``on_event``, and resolves requests that got no reply in time with ``ControlTimeout``.
+Requests never block their caller: the socket is non-blocking, a line the kernel does not
+take at once waits in a bounded queue that the thread writes out, a request that finds the
+queue full fails at once, and a simulator that reads nothing for ``send_timeout_s`` while
+lines wait loses its connection.
 """
 
 import collections
@@ -39,7 +43,6 @@ import logging
 import math
 import selectors
 import socket
-import threading
 import time
 from typing import Any, Callable
 
@@ -87,8 +90,10 @@ class ControlClient(ReconnectingClient):
     :param reconnect_s: the wait before each new connection attempt, s.
     :param name: names the log lines; a name other than 'control' also names the thread.
     :param connect_timeout_s: the time-out of one connection attempt, s.
-    :param send_timeout_s: the longest a request may wait to be written; a send that takes
-        longer closes the connection.
+    :param send_timeout_s: the longest the simulator may read nothing while requests wait
+        to be written; then the connection closes and they fail.
+    :param max_queued_bytes: the most bytes of requests that may wait to be written; a
+        request that would pass it fails at once (one request alone always queues).
     :raises TransportError: for a host that is not loopback or a port out of range.
     """
 
@@ -99,7 +104,7 @@ class ControlClient(ReconnectingClient):
                  on_event: Callable[[Message], None] | None = None,
                  on_connection: Callable[[bool, str], None] | None = None,
                  name: str = 'control', connect_timeout_s: float = 2.0,
-                 send_timeout_s: float = 5.0) -> None:
+                 send_timeout_s: float = 5.0, max_queued_bytes: int = 1 << 20) -> None:
         _check_timeout(timeout_s)
         super().__init__(
             host, port, name=name,
@@ -109,12 +114,18 @@ class ControlClient(ReconnectingClient):
             counters=('requests', 'replies', 'timeouts', 'late_replies', 'unknown_replies',
                       'replies_without_id', 'bad_lines', 'events', 'progress_events',
                       'orphan_progress', 'failed_on_close', 'refused_disconnected',
-                      'send_failures'))
+                      'send_failures', 'queue_full', 'unsent_timeouts'))
         self.timeout_s = timeout_s
         self._send_timeout_s = send_timeout_s
+        self._max_queued_bytes = max_queued_bytes
         self._on_event = on_event
         self._ids = itertools.count(1)
-        self._send_lock = threading.Lock()     # one writer at a time, ids in send order
+        # The lines not yet written, in id order, and the rest of the one being written; all
+        # under self._lock, which is held across the non-blocking send() that writes them.
+        self._outbox: collections.deque[tuple[int, bytes]] = collections.deque()
+        self._outbox_bytes = 0
+        self._writing: memoryview | None = None
+        self._written_at = 0.0
         self._wake_rx, self._wake_tx = socket.socketpair()
         self._wake_rx.setblocking(False)
         self._wake_tx.setblocking(False)
@@ -147,12 +158,16 @@ class ControlClient(ReconnectingClient):
         JSON object), ``events`` (other than progress), ``progress_events``,
         ``orphan_progress`` (for no waiting request), ``failed_on_close`` (pending when the
         channel closed), ``refused_disconnected`` (requests made without a connection),
-        ``send_failures``, ``callback_errors``, ``round_trip_p50_ms`` and
-        ``round_trip_max_ms`` (over the last 256 replies, None before one).
+        ``send_failures``, ``queue_full`` (requests refused because the send queue was full),
+        ``unsent_timeouts`` (timed out before they were written, never sent),
+        ``queued_bytes`` (waiting to be written), ``callback_errors``, ``round_trip_p50_ms``
+        and ``round_trip_max_ms`` (over the last 256 replies, None before one).
         """
         with self._lock:
             snapshot = self._connection_stats()
             snapshot['pending'] = len(self._pending)
+            snapshot['queued_bytes'] = self._outbox_bytes + (
+                len(self._writing) if self._writing is not None else 0)
             round_trips = sorted(self._round_trips)
         snapshot['round_trip_p50_ms'] = (
             round_trips[len(round_trips) // 2] * 1e3 if round_trips else None)
@@ -170,8 +185,10 @@ class ControlClient(ReconnectingClient):
         The future's result is the reply object as the simulator sent it, ``ok`` false
         included. It fails with ``ControlTimeout`` when no reply comes within ``timeout_s``
         (the client's default when None; ``math.inf`` waits forever), with
-        ``ControlUnavailable`` when the channel is not connected or closes first, and with
-        ``ControlError`` when the fields cannot be written as JSON.
+        ``ControlUnavailable`` when the channel is not connected, closes first or has
+        ``max_queued_bytes`` waiting already, and with ``ControlError`` when the fields cannot
+        be written as JSON. It never blocks: what the socket does not take at once is written
+        by the client's thread.
 
         :param op: the operation, e.g. 'step'.
         :param on_progress: called on the reader thread with each progress event of this
@@ -183,49 +200,19 @@ class ControlClient(ReconnectingClient):
         _check_timeout(timeout_s)
         if 'id' in fields:
             raise ValueError('the client chooses the id of a request')
-        with self._send_lock:
-            with self._lock:
-                sock = self._sock
-                if sock is None:
-                    self._counts['refused_disconnected'] += 1
-                    reason = self._reason
-                else:
-                    request_id = next(self._ids)
+        # One lock from the id to the queue, so that lines go out in the order of their ids.
+        with self._lock:
+            sock = self._sock
             if sock is None:
-                future.set_exception(ControlUnavailable(
-                    f'control channel not connected ({reason}): {op} not sent', op=op))
-                return future
-            try:
-                line = json.dumps({'id': request_id, 'op': op, **fields},
-                                  separators=(',', ':'), allow_nan=False).encode() + b'\n'
-            except (TypeError, ValueError) as exc:
-                future.set_exception(ControlError(
-                    f'{op} request cannot be written as JSON: {exc}', request_id=request_id,
-                    op=op))
-                return future
-            now = time.monotonic()
-            pending = _Pending(op, future, timeout_s, now, on_progress)
-            with self._lock:
-                if self._sock is not sock:
-                    pending = None
-                else:
-                    self._pending[request_id] = pending
-                    wake = math.isfinite(timeout_s)
-                    if wake:
-                        earliest = self._deadlines[0][0] if self._deadlines else math.inf
-                        heapq.heappush(self._deadlines, (now + timeout_s, request_id))
-                        wake = now + timeout_s < earliest
-            if pending is None:
-                future.set_exception(ControlUnavailable(
-                    f'control channel closed: {op} not sent', request_id=request_id, op=op))
-                return future
-            try:
-                sock.sendall(line)
-            except OSError as exc:
-                self._send_failed(sock, request_id, exc)
-                return future
-            with self._lock:
-                self._counts['requests'] += 1
+                self._counts['refused_disconnected'] += 1
+                error: ControlError | None = ControlUnavailable(
+                    f'control channel not connected ({self._reason}): {op} not sent', op=op)
+            else:
+                pending = _Pending(op, future, timeout_s, time.monotonic(), on_progress)
+                error, wake = self._queue(sock, next(self._ids), pending, fields)
+        if error is not None:
+            future.set_exception(error)
+            return future
         if wake:
             self._wake()
         return future
@@ -248,28 +235,83 @@ class ControlClient(ReconnectingClient):
         except concurrent.futures.TimeoutError:
             raise ControlTimeout(f'no reply to {op} within {timeout_s:g} s', op=op) from None
 
-    def _send_failed(self, sock: socket.socket, request_id: int, exc: OSError) -> None:
-        with self._lock:
-            pending = self._pending.pop(request_id, None)
+    def _queue(self, sock: socket.socket, request_id: int, pending: _Pending,
+               fields: dict[str, Any]) -> tuple[ControlError | None, bool]:
+        """
+        Queue a request and write what the socket takes; call with the lock held.
+
+        :return: the error to fail the request with, or None, and whether the thread must
+            wake (to write the rest, or for an earlier deadline).
+        """
+        op = pending.op
+        try:
+            line = json.dumps({'id': request_id, 'op': op, **fields},
+                              separators=(',', ':'), allow_nan=False).encode() + b'\n'
+        except (TypeError, ValueError) as exc:
+            return ControlError(f'{op} request cannot be written as JSON: {exc}',
+                                request_id=request_id, op=op), False
+        if self._outbox_bytes and self._outbox_bytes + len(line) > self._max_queued_bytes:
+            self._counts['queue_full'] += 1
+            return ControlUnavailable(
+                f'control channel send queue full ({self._outbox_bytes} bytes the simulator '
+                f'has not read): {op} not sent', request_id=request_id, op=op), False
+        self._pending[request_id] = pending
+        wake = False
+        if math.isfinite(pending.timeout_s):
+            deadline = pending.sent_at + pending.timeout_s
+            wake = not self._deadlines or deadline < self._deadlines[0][0]
+            heapq.heappush(self._deadlines, (deadline, request_id))
+        if self._writing is None and not self._outbox:
+            self._written_at = pending.sent_at   # the stall clock starts with the first line
+        self._outbox.append((request_id, line))
+        self._outbox_bytes += len(line)
+        try:
+            wake = not self._flush(sock) or wake
+        except OSError as exc:
             self._counts['send_failures'] += 1
-        if pending is not None:
-            _fail(pending.future, ControlUnavailable(
-                f'control channel closed: sending {pending.op} failed: {exc}',
-                request_id=request_id, op=pending.op))
-        # A partial line may be on the wire: this connection cannot be trusted any more.
-        shutdown_socket(sock)
+            shutdown_socket(sock)   # the thread sees it and fails what waits
+            self._log.warning('control channel %s: sending %s failed: %s', self.name, op,
+                              describe_socket_error(exc))
+        return None, wake
+
+    def _flush(self, sock: socket.socket) -> bool:
+        """
+        Write what the socket takes without blocking; call with the lock held.
+
+        Lines whose request timed out before their first byte went are dropped unsent.
+
+        :return: whether nothing is left to write.
+        :raises OSError: when the send fails.
+        """
+        while True:
+            if self._writing is None:
+                if not self._outbox:
+                    return True
+                request_id, line = self._outbox.popleft()
+                self._outbox_bytes -= len(line)
+                if request_id not in self._pending:
+                    self._counts['unsent_timeouts'] += 1
+                    continue
+                self._writing = memoryview(line)
+                self._counts['requests'] += 1
+            try:
+                sent = sock.send(self._writing)
+            except (BlockingIOError, InterruptedError):
+                return False
+            self._written_at = time.monotonic()
+            self._writing = self._writing[sent:] if sent < len(self._writing) else None
 
     # --- the reader thread -------------------------------------------------------------------
 
     def _configure(self, sock: socket.socket) -> None:
-        sock.settimeout(self._send_timeout_s)
+        sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _interrupt(self) -> None:
         self._wake()
 
     def _close_socket(self, sock: socket.socket) -> None:
-        with self._send_lock:      # no sender is inside sendall() when the fd closes
+        with self._lock:           # no request is inside send() when the fd closes
             sock.close()
 
     def _serve(self, sock: socket.socket) -> str:
@@ -277,11 +319,31 @@ class ControlClient(ReconnectingClient):
         with selectors.DefaultSelector() as selector:
             selector.register(sock, selectors.EVENT_READ)
             selector.register(self._wake_rx, selectors.EVENT_READ)
+            watching = selectors.EVENT_READ
             while not self._stop.is_set():
-                for key, _ in selector.select(self._expire()):
+                wait_s = self._expire()
+                with self._lock:
+                    try:
+                        flushed = self._flush(sock)
+                    except OSError as exc:
+                        return f'send failed: {describe_socket_error(exc)}'
+                    stalled_s = time.monotonic() - self._written_at
+                if not flushed:
+                    if stalled_s >= self._send_timeout_s:
+                        return (f'the simulator read no request for {self._send_timeout_s:g} '
+                                's')
+                    left_s = self._send_timeout_s - stalled_s
+                    wait_s = left_s if wait_s is None else min(wait_s, left_s)
+                wanted = selectors.EVENT_READ | (0 if flushed else selectors.EVENT_WRITE)
+                if wanted != watching:
+                    selector.modify(sock, wanted)
+                    watching = wanted
+                for key, events in selector.select(wait_s):
                     if key.fileobj is self._wake_rx:
                         _drain(self._wake_rx)
                         continue
+                    if not events & selectors.EVENT_READ:
+                        continue      # writable: the loop's flush writes on
                     try:
                         data = sock.recv(_RECV_BYTES)
                     except (BlockingIOError, InterruptedError, TimeoutError):
@@ -389,6 +451,9 @@ class ControlClient(ReconnectingClient):
             pending = list(self._pending.items())
             self._pending.clear()
             self._deadlines.clear()
+            self._outbox.clear()
+            self._outbox_bytes = 0
+            self._writing = None
             self._counts['failed_on_close'] += len(pending)
         for request_id, waiting in pending:
             _fail(waiting.future, ControlUnavailable(
