@@ -24,6 +24,7 @@ the prefix's setup.bash, with --no-daemon where the command takes it.
 from collections.abc import Iterator
 import dataclasses
 from importlib import metadata
+from pathlib import Path
 import re
 import time
 
@@ -172,3 +173,23 @@ def test_ros2_action_send_goal_simulate_steps(session: Session) -> None:
         assert 'Feedback:' in sent, sent           # the emulator reports every 12 steps
     finally:
         _ok(['ros2', 'service', 'call', '/set_simulation_state', state, '{state: {state: 1}}'])
+
+
+def test_missing_tools_fail_in_a_prefix_made_with_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the tools, a prefix that has (or could have) them fails; only another skips."""
+    import ros2_tools
+    monkeypatch.setattr(ros2_tools, 'PREFIX', tmp_path)
+    monkeypatch.setattr(ros2_tools, 'ENV_SCRIPT', tmp_path / 'setup.bash')
+    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
+    (tmp_path / '.acres-setup').mkdir()
+    (tmp_path / '.acres-setup' / 'tooling.stamp').write_text('')
+    with pytest.raises(pytest.fail.Exception, match='the ros2 tools are missing'):
+        ros2_tools.require_tooling()
+    (tmp_path / '.acres-setup' / 'tooling.stamp').unlink()
+    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path)       # a ros-tooling folder exists
+    with pytest.raises(pytest.fail.Exception, match='run tools/bootstrap.py'):
+        ros2_tools.require_tooling()
+    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
+    with pytest.raises(pytest.skip.Exception, match='no .*no-ros-tooling to install them'):
+        ros2_tools.require_tooling()
