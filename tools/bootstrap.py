@@ -42,6 +42,7 @@ distribution and the tail of its log.
 
 import argparse
 from dataclasses import dataclass
+import fcntl
 import hashlib
 import json
 import os
@@ -157,6 +158,16 @@ class Prefix:
         env['CMAKE_PREFIX_PATH'] = str(self.venv)
         env['VIRTUAL_ENV'] = str(self.venv)
         return env
+
+    def lock(self) -> None:
+        """Wait until no other set-up works on this venv (two tools/test runs at once)."""
+        self.venv.mkdir(parents=True, exist_ok=True)
+        self._lock = os.open(self.venv, os.O_RDONLY)  # held until this process ends
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f'waiting for another set-up of {self.venv} to finish')
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
 
     # --- steps -----------------------------------------------------------------------------
 
@@ -467,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         prefix = Prefix(venv.resolve(), choose_python(distro), distro)
+        prefix.lock()
         prefix.ensure_venv()
         requirements_key = prefix.ensure_requirements()
         interfaces = ROOT / 'tools' / 'interfaces'
