@@ -352,7 +352,8 @@ def test_the_demo_sets_only_parameters_its_nodes_declare() -> None:
     source = (ROOT / 'tools' / 'demo.py').read_text()
     names = set(re.findall(r"'-p', f?'(\w+):=", source))
     assert {'port', 'sensor_ports', 'frame_prefix', 'publish_clock', 'publish_tf'} <= names
-    declared = _declared('acres_bridge') | _declared('sensor_bridge') | _declared('sim_control')
+    declared = set().union(*(_declared(executable) for executable in (
+        *BRIDGE_EXECUTABLES, 'lidar_recorder')))
     assert names <= declared, sorted(names - declared)
 
 
