@@ -170,10 +170,12 @@ def _cpu_s(pid: int) -> float:
         return float('nan')
 
 
-def record(config: str, rate: float, seconds: float, root: Path, log: Path) -> dict:
+def record(config: str, rate: float, seconds: float, root: Path, log: Path, *,
+           commit_interval_s: float = 10.0, cloud_depth: int | None = None) -> dict:
     """Record from the bridge at a real-time factor; return the figures."""
     domain_id = random.randint(120, 230)
     env = _environment(config, domain_id)
+    log.parent.mkdir(parents=True, exist_ok=True)
     out = open(log, 'ab')                                   # noqa: SIM115 (closed below)
     children: list[subprocess.Popen] = []
     watcher = None
@@ -197,13 +199,17 @@ def record(config: str, rate: float, seconds: float, root: Path, log: Path) -> d
         control_port, sensor_port = int(match.group(1)), int(match.group(2).split(',')[0])
         bridge = subprocess.Popen(
             _executable('sensor_bridge', 'acres_bridge.nodes.sensor_bridge') + [
-                '--ros-args', '-r', '__ns:=/polaris', '-p', f'port:={sensor_port}'],
+                '--ros-args', '-r', '__ns:=/polaris', '-p', f'port:={sensor_port}'] + (
+                    [] if cloud_depth is None else [
+                        '-p', f'qos_overrides./polaris/lidar/points.publisher.depth:='
+                              f'{cloud_depth}']),
             env=env, stdout=out, stderr=out, cwd=ROOT)
         children.append(bridge)
         recorder = subprocess.Popen(
             _executable('lidar_recorder', 'acres_bridge.nodes.lidar_recorder') + [
                 '--ros-args', '-r', '__ns:=/polaris', '-p', f'root:={root}',
-                '-p', 'set:=bench', '-p', f'sequence:=rate{rate:g}-{config}'],
+                '-p', 'set:=bench', '-p', f'sequence:=rate{rate:g}-{config}',
+                '-p', f'commit_interval_s:={commit_interval_s}'],
             env=env, stdout=out, stderr=out, cwd=ROOT)
         children.append(recorder)
         watcher = _Watcher(env)
@@ -240,11 +246,15 @@ def record(config: str, rate: float, seconds: float, root: Path, log: Path) -> d
                 except subprocess.TimeoutExpired:
                     child.kill()
         out.close()
+    stops = re.findall(r'ACRES_SENSOR_STREAM_STOP .*? lidar=(\d+)/[\d.]+MB/drop(\d+)',
+                       log.read_text(errors='replace'))
+    sent, dropped = (int(stops[-1][0]), int(stops[-1][1])) if stops else (None, None)
     sequence = LidarSet.open('bench', root=root)[f'rate{rate:g}-{config}']
     indices = sequence.scans['source_index'].astype(np.int64)
     holes = int((np.diff(indices) - 1).clip(0).sum()) if len(indices) else 0
     return {
-        'config': config, 'rate': rate, 'wall_s': round(played_s, 1),
+        'config': config, 'rate': rate, 'wall_s': round(played_s, 1), 'cloud_depth': cloud_depth,
+        'emulator_lidar_frames': sent, 'emulator_lidar_dropped': dropped,
         'bridge_received': received, 'bridge_published': published,
         'rows': len(sequence), 'lost': None if published is None else published - len(sequence),
         'source_index_holes': holes, 'gap_flags': int((sequence.scans['flags'] & 1).sum()),
@@ -321,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--rate', type=float, default=10.0, help='real-time factor (10)')
     parser.add_argument('--configs', default='default',
                         help='DDS configurations, comma separated: default, xml (default)')
+    parser.add_argument('--commit-interval', type=float, default=10.0,
+                        help="the recorder's commit_interval_s (default 10)")
+    parser.add_argument('--cloud-depth', type=int, default=None,
+                        help="the bridge's keep-last depth of lidar/points (a QoS override; "
+                             'default: the bridge\'s 10)')
     parser.add_argument('--read-seconds', type=float, default=10.0,
                         help='seconds of slice reads (default 10)')
     parser.add_argument('--read-only', action='store_true',
@@ -344,8 +359,12 @@ def main(argv: list[str] | None = None) -> int:
             results['recording'] = []
             for config in [c.strip() for c in args.configs.split(',') if c.strip()]:
                 figures = record(config, args.rate, args.seconds, args.root,
-                                 args.root / f'{config}.log')
-                print(f'recording {config} at {args.rate:g}x for {figures["wall_s"]} s: bridge '
+                                 args.root / f'{config}.log',
+                                 commit_interval_s=args.commit_interval,
+                                 cloud_depth=args.cloud_depth)
+                print(f'recording {config} at {args.rate:g}x for {figures["wall_s"]} s: emulator '
+                      f'sent {figures["emulator_lidar_frames"]} LiDAR frames and dropped '
+                      f'{figures["emulator_lidar_dropped"]} (its queue), bridge '
                       f'published {figures["bridge_published"]} clouds (received '
                       f'{figures["bridge_received"]}), {figures["rows"]} rows, lost '
                       f'{figures["lost"]}, source_index holes {figures["source_index_holes"]}, '
