@@ -239,10 +239,18 @@ def rpy_to_matrices(roll: np.ndarray, pitch: np.ndarray, yaw: np.ndarray) -> np.
     cr, sr = np.cos(roll), np.sin(roll)
     cp, sp = np.cos(pitch), np.sin(pitch)
     cy, sy = np.cos(yaw), np.sin(yaw)
-    return np.stack([
-        cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr,
-        sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr,
-        -sp, cp * sr, cp * cr], axis=-1).reshape(np.shape(roll) + (3, 3))
+    cy_sp, sy_sp = cy * sp, sy * sp
+    out = np.empty(np.shape(roll) + (3, 3))
+    out[..., 0, 0] = cy * cp
+    out[..., 0, 1] = cy_sp * sr - sy * cr
+    out[..., 0, 2] = cy_sp * cr + sy * sr
+    out[..., 1, 0] = sy * cp
+    out[..., 1, 1] = sy_sp * sr + cy * cr
+    out[..., 1, 2] = sy_sp * cr - cy * sr
+    out[..., 2, 0] = -sp
+    out[..., 2, 1] = cp * sr
+    out[..., 2, 2] = cp * cr
+    return out
 
 
 def matrix_to_rpy(m: np.ndarray) -> tuple[float, float, float]:

@@ -273,12 +273,16 @@ def lidar_scan(layout: dict[str, Any], body_pose: Pose, props: Iterable[Prop],
         row_origins = tuple(np.ascontiguousarray(origins[:, k], np.float32) for k in range(3))
         _trace_ground_sweep(table, terrain, rotations.astype(np.float32), row_origins, rays,
                             t, reflect)
-        # The blocks of the solids from the middle of the sweep, widened by the motion.
+        # The blocks of the solids from the middle of the sweep, widened by the motion: in a
+        # tenth of a second it is monotonic, so the ends are the farthest from the middle
+        # (and a tenth more for the curve between).
         middle = table.columns // 2
         rotation, origin_v = rotations[middle], origins[middle]
-        slack_m = float(np.linalg.norm(origins - origin_v, axis=1).max())
-        cosine = (np.einsum('cij,ij->c', rotations, rotation) - 1.0) / 2.0
-        slack_rad = float(np.arccos(np.clip(cosine, -1.0, 1.0)).max())
+        firing = column_offsets_s(lidar, 1.0)
+        ends = (int(np.argmin(firing)), int(np.argmax(firing)))    # the first and the last
+        slack_m = 1.1 * max(float(np.linalg.norm(origins[k] - origin_v)) for k in ends)
+        slack_rad = 1.1 * max(math.acos(max(-1.0, min(1.0, (float(np.einsum(
+            'ij,ij->', rotations[k], rotation)) - 1.0) / 2.0))) for k in ends)
     dx, dy, dz = rays
     grid = (table.columns, table.rings)
     solids = solid_set(terrain, props)
