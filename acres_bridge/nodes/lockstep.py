@@ -58,6 +58,7 @@ from typing import Protocol
 from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 from rclpy.duration import Duration
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
@@ -269,8 +270,8 @@ class StreamReport:
 
     :param stream: the stream's name (the agent).
     :param step: the step whose barrier was published.
-    :param ack_wait_s: from the barrier's publication to the last acknowledgement (or the
-        time-out).
+    :param ack_wait_s: from the start of the wait, right after the barrier was published, to
+        the last acknowledgement (or the time-out).
     :param late: topic -> the reliable readers of that topic, for each topic whose readers did
         not all acknowledge within the time-out.
     """
@@ -363,7 +364,7 @@ def wait_for_acks(node: Node, publishers: Iterable[Publisher],
         try:
             acked = publisher.wait_for_all_acked(Duration(nanoseconds=int(remaining * 1e9)))
             topic = publisher.topic_name
-        except Exception:  # noqa: B902 - a publisher destroyed meanwhile has no readers left
+        except InvalidHandle:   # destroyed meanwhile (its bridge went): no reader to wait for
             continue
         if not acked:
             late[topic] = reliable_readers(node, topic)
