@@ -15,7 +15,6 @@
 """The life of an executable's process, shared by the three nodes' ``main()``."""
 
 from collections.abc import Callable
-import logging
 import sys
 
 import rclpy
@@ -32,8 +31,8 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     """
     Initialise rclpy, build the nodes on an executor and spin until Ctrl-C or shutdown.
 
-    Works the same on Humble, Jazzy and Kilted. The nodes report connections, bad frames and
-    time-outs in their own logs, so the protocol layer's Python logging is raised to ERROR.
+    Works the same on Humble, Jazzy and Kilted. The protocol clients report connections and
+    bad frames through the log handler the nodes give them, into the nodes' ROS logs.
     Fast DDS gets the bridge's own settings (:mod:`acres_bridge.nodes.dds`) unless the user
     gave a profile; once the nodes exist, one log line says which configuration is in force.
 
@@ -43,7 +42,6 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     :param args: command-line arguments for ``rclpy.init`` (default: ``sys.argv``).
     :return: 0, or 2 with one line on stderr for a parameter the nodes cannot run with.
     """
-    logging.getLogger('acres_bridge.protocol').setLevel(logging.ERROR)
     configuration = dds.configure()
     rclpy.init(args=args)
     executor = executor_type()

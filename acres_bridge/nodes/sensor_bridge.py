@@ -67,6 +67,7 @@ from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.nodes.lockstep import BarrierTracker
+from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.parameters import SensorBridgeParameters
@@ -74,7 +75,6 @@ from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.nodes.shared_publishers import create_publisher
 from acres_bridge.nodes.shared_publishers import reliable_qos
 from acres_bridge.nodes.shared_publishers import SharedPublishers
-from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import ClockFrame
@@ -166,8 +166,6 @@ class SensorBridge:
         self._dropped = dict.fromkeys(FRAME_TYPES, 0)
         self._previous: dict[str, Any] | None = None
         self._drop_log = LogThrottle(LOG_INTERVAL_S)
-        self._bad_log = LogThrottle(LOG_INTERVAL_S)
-        self._disconnect_log = LogThrottle(LOG_INTERVAL_S)
         self.barriers = BarrierTracker()
 
         # A profile per publisher: rclpy writes the QoS overrides into the profile it is given.
@@ -191,8 +189,7 @@ class SensorBridge:
             'camera': self._publish_camera, 'barrier': self._publish_barrier}
         self._client = SensorStreamClient(
             parameters.address, parameters.port, name=self.name, on_frame=self._handle_frame,
-            on_connection=self._on_connection, on_bad_frame=self._on_bad_frame,
-            reconnect_s=parameters.reconnect_s)
+            reconnect_s=parameters.reconnect_s, log=protocol_log(self._logger))
 
     def _topic(self, name: str) -> str:
         return f'{self.namespace}/{name}' if self.namespace else name
@@ -310,25 +307,6 @@ class SensorBridge:
         # The tap runs after the frame is out; the client counts and logs what it raises.
         if self._on_frame is not None:
             self._on_frame(frame)
-
-    def _on_connection(self, connected: bool, reason: str) -> None:
-        if connected:
-            self._logger.info(f'sensor stream {self.name}: {reason}')
-            return
-        if reason == 'stopped':
-            return
-        held = self._disconnect_log.ready()
-        if held is not None:
-            self._logger.warning(
-                f'sensor stream {self.name}: disconnected: {reason}; reconnecting every '
-                f'{self.parameters.reconnect_s:g} s' + _held_text(held))
-
-    def _on_bad_frame(self, error: FrameError) -> None:
-        held = self._bad_log.ready()
-        if held is not None:
-            action = 'skipped' if error.recoverable else 'reconnecting'
-            self._logger.warning(
-                f'sensor stream {self.name}: bad frame ({action}): {error}' + _held_text(held))
 
     def _publish_hello(self, frame: HelloFrame) -> None:
         hello = frame.hello

@@ -95,6 +95,7 @@ from acres_bridge.conversions.simulation import tags_match
 from acres_bridge.conversions.simulation import UNSUPPORTED_SERVICES
 from acres_bridge.conversions.simulation import world_from_hello
 from acres_bridge.nodes.lockstep import FutureWaiter
+from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
 from acres_bridge.nodes.parameters import SimControlParameters
 from acres_bridge.nodes.process import run_until_shutdown
@@ -165,7 +166,7 @@ class SimControlNode(Node):
         self.control = ControlClient(
             self.parameters.address, self.parameters.port, timeout_s=self.parameters.timeout_s,
             reconnect_s=self.parameters.reconnect_s, on_event=self._on_event,
-            on_connection=self._on_connection)
+            on_connection=self._on_connection, log=protocol_log(self.get_logger()))
         self.control.start()
         self.get_logger().info(
             f'serving {len(self.served)} interfaces (simulation_interfaces {self.shape.major}.x '
@@ -300,14 +301,9 @@ class SimControlNode(Node):
     # --- the control channel -----------------------------------------------------------------
 
     def _on_connection(self, connected: bool, reason: str) -> None:
-        if not connected:
-            if reason == 'stopped':
-                self.get_logger().info('control channel: stopped')
-            else:
-                self.get_logger().warning(f'control channel: {reason}')
-            return
-        self.get_logger().info(f'control channel: {reason}')
-        self.control.request_async('hello').add_done_callback(self._hello_arrived)
+        # The client logs the change itself (through protocol_log).
+        if connected:
+            self.control.request_async('hello').add_done_callback(self._hello_arrived)
 
     def _hello_arrived(self, future: concurrent.futures.Future) -> None:
         try:

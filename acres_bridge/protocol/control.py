@@ -50,10 +50,9 @@ from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
 from acres_bridge.protocol.sockets import describe_socket_error
+from acres_bridge.protocol.sockets import LogHandler
 from acres_bridge.protocol.sockets import ReconnectingClient
 from acres_bridge.protocol.sockets import shutdown_socket
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_PORT = 5600
 MAX_LINE_BYTES = 16 << 20
@@ -82,7 +81,8 @@ class ControlClient(ReconnectingClient):
     Callbacks run on the reader thread: ``on_event(message)`` for each event other than
     progress (the episode events), ``on_connection(connected, reason)`` when the state or the
     reason of a failure changes, and the ``on_progress(message)`` of a request for each of
-    its progress events. An exception in a callback is logged and counted.
+    its progress events. An exception in a callback is logged and counted. Reports go to
+    ``log`` (see ``sockets.py``); a time-out is the future's error, not a log line.
 
     :param host: the simulator host; it must resolve to a loopback address.
     :param port: the TCP port of the channel, 1 to 65535.
@@ -94,6 +94,7 @@ class ControlClient(ReconnectingClient):
         to be written; then the connection closes and they fail.
     :param max_queued_bytes: the most bytes of requests that may wait to be written; a
         request that would pass it fails at once (one request alone always queues).
+    :param log: ``log(level, text)`` for each report; None: the Python logger of this module.
     :raises TransportError: for a host that is not loopback or a port out of range.
     """
 
@@ -104,13 +105,14 @@ class ControlClient(ReconnectingClient):
                  on_event: Callable[[Message], None] | None = None,
                  on_connection: Callable[[bool, str], None] | None = None,
                  name: str = 'control', connect_timeout_s: float = 2.0,
-                 send_timeout_s: float = 5.0, max_queued_bytes: int = 1 << 20) -> None:
+                 send_timeout_s: float = 5.0, max_queued_bytes: int = 1 << 20,
+                 log: LogHandler | None = None) -> None:
         _check_timeout(timeout_s)
         super().__init__(
             host, port, name=name,
             thread_name='control-rx' if name == 'control' else f'control-rx:{name}',
             on_connection=on_connection, reconnect_s=reconnect_s,
-            connect_timeout_s=connect_timeout_s,
+            connect_timeout_s=connect_timeout_s, log=log,
             counters=('requests', 'replies', 'timeouts', 'late_replies', 'unknown_replies',
                       'replies_without_id', 'bad_lines', 'events', 'progress_events',
                       'orphan_progress', 'failed_on_close', 'refused_disconnected',
@@ -133,6 +135,10 @@ class ControlClient(ReconnectingClient):
         self._deadlines: list[tuple[float, int]] = []
         self._timed_out: collections.OrderedDict[int, str] = collections.OrderedDict()
         self._round_trips: collections.deque[float] = collections.deque(maxlen=_ROUND_TRIPS)
+
+    @property
+    def _label(self) -> str:
+        return 'control channel' if self.name == 'control' else f'control channel {self.name}'
 
     # --- control -----------------------------------------------------------------------------
 
@@ -270,8 +276,8 @@ class ControlClient(ReconnectingClient):
         except OSError as exc:
             self._counts['send_failures'] += 1
             shutdown_socket(sock)   # the thread sees it and fails what waits
-            self._log.warning('control channel %s: sending %s failed: %s', self.name, op,
-                              describe_socket_error(exc))
+            self._log(logging.WARNING,
+                      f'{self._label}: sending {op} failed: {describe_socket_error(exc)}')
         return None, wake
 
     def _flush(self, sock: socket.socket) -> bool:
@@ -383,8 +389,8 @@ class ControlClient(ReconnectingClient):
                 self._counts['timeouts'] += 1
             wait_s = self._deadlines[0][0] - now if self._deadlines else None
         for request_id, pending in expired:
-            logger.warning('control channel %s: no reply to %s (id %d) within %g s',
-                           self.name, pending.op, request_id, pending.timeout_s)
+            self._log(logging.DEBUG, f'{self._label}: no reply to {pending.op} (id '
+                      f'{request_id}) within {pending.timeout_s:g} s')
             _fail(pending.future, ControlTimeout(
                 f'no reply to {pending.op} within {pending.timeout_s:g} s',
                 request_id=request_id, op=pending.op))
@@ -430,8 +436,8 @@ class ControlClient(ReconnectingClient):
                 except concurrent.futures.InvalidStateError:
                     pass  # cancelled by its caller meanwhile
         elif late_op is not None:
-            logger.info('control channel %s: dropped the late reply to %s (id %d)',
-                        self.name, late_op, request_id)
+            self._log(logging.INFO,
+                      f'{self._label}: dropped the late reply to {late_op} (id {request_id})')
         else:
             self._warn('dropped a reply to unknown id %d', request_id)
 

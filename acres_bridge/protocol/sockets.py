@@ -20,6 +20,11 @@ resolves elsewhere. ``ReconnectingClient`` owns one thread that connects, hands 
 its subclass and reconnects every ``reconnect_s`` after any failure; the sensor stream
 (``stream.py``) and the control channel (``control.py``) stand on it. ``LogThrottle`` lets one
 report out per interval and counts the ones it held back.
+
+The clients log nothing themselves: each report (connected, disconnected, a bad frame, a
+callback that raised) goes once to the ``log(level, text)`` handler the caller gives, with
+``level`` a ``logging`` level; without one it goes to the Python logger of the client's
+module. The nodes give a handler that writes to their ROS logger.
 """
 
 import ipaddress
@@ -27,11 +32,15 @@ import logging
 import socket
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 from acres_bridge.protocol.errors import TransportError
 
 CONNECT_TIMEOUT_S = 2.0
+LOG_INTERVAL_S = 5.0
+
+LogHandler = Callable[[int, str], None]
 
 
 def require_loopback(host: str) -> str:
@@ -111,14 +120,16 @@ class ReconnectingClient:
     The thread connects to ``address:port``, hands the socket to ``_serve`` until it returns
     the reason the connection ended, and tries again every ``reconnect_s`` until ``stop()``.
     ``on_connection(connected, reason)`` runs on that thread when the state or the reason of
-    a failure changes, so a port that keeps refusing is reported once.
+    a failure changes, so a port that keeps refusing is reported once; the change is logged
+    once through ``log`` (disconnections at most once in 5 s).
     """
 
     _kind = 'socket'
 
     def __init__(self, host: str, port: int, *, name: str, thread_name: str,
                  on_connection: Callable[[bool, str], None] | None, reconnect_s: float,
-                 connect_timeout_s: float, counters: tuple[str, ...]) -> None:
+                 connect_timeout_s: float, counters: tuple[str, ...],
+                 log: LogHandler | None = None) -> None:
         self.port = require_port(port)
         self.address = require_loopback(host)
         self.name = name
@@ -133,9 +144,10 @@ class ReconnectingClient:
         self._connected = False
         self._reason = 'not started'
         self._reported: tuple[bool, str] | None = None
-        self._callback_log = LogThrottle(5.0)
-        self._problem_log = LogThrottle(5.0)
-        self._log = logging.getLogger(type(self).__module__)
+        self._callback_log = LogThrottle(LOG_INTERVAL_S)
+        self._problem_log = LogThrottle(LOG_INTERVAL_S)
+        self._disconnect_log = LogThrottle(LOG_INTERVAL_S)
+        self._log = log if log is not None else python_log(type(self).__module__)
         self._counts = dict.fromkeys(
             ('connections', 'reconnects', 'connect_failures', 'disconnects', 'callback_errors',
              *counters), 0)
@@ -168,6 +180,11 @@ class ReconnectingClient:
     def running(self) -> bool:
         """Return whether the thread is alive (started and not yet joined by ``stop()``)."""
         return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def _label(self) -> str:
+        """Return what the log lines start with ('sensor stream polaris')."""
+        return f'{self._kind} {self.name}'
 
     def _connection_stats(self) -> dict[str, Any]:
         """Return the connection keys of ``stats``; call with the lock held."""
@@ -204,7 +221,8 @@ class ReconnectingClient:
                 self._report(False, reason)
                 self._stop.wait(self._reconnect_s)
         except Exception:
-            self._log.exception('%s %s: the thread failed', self._kind, self.name)
+            self._log(logging.ERROR, f'{self._label}: the thread failed\n'
+                      f'{traceback.format_exc().rstrip()}')
             raise
         finally:
             self._closed('client stopped')
@@ -244,17 +262,17 @@ class ReconnectingClient:
                 return
             self._reported = (connected, reason)
         if connected or reason == 'stopped':
-            self._log.info('%s %s: %s', self._kind, self.name, reason)
-        else:
-            self._log.warning('%s %s: disconnected: %s', self._kind, self.name, reason)
+            self._log(logging.INFO, f'{self._label}: {reason}')
+        elif (held := self._disconnect_log.ready()) is not None:
+            self._log(logging.WARNING, f'{self._label}: disconnected: {reason}; reconnecting '
+                      f'every {self._reconnect_s:g} s{_held_text(held)}')
         self._call('on_connection', self._on_connection, connected, reason)
 
     def _warn(self, text: str, *args: Any) -> None:
-        """Log a warning about the data at most once in 5 s, with the count held back."""
+        """Log ``text % args`` about the data at most once in 5 s, with the count held back."""
         held = self._problem_log.ready()
         if held is not None:
-            self._log.warning(f'%s %s: {text}%s', self._kind, self.name, *args,
-                              f' ({held} more since the last report)' if held else '')
+            self._log(logging.WARNING, f'{self._label}: {text % args}{_held_text(held)}')
 
     def _call(self, which: str, callback: Callable[..., None] | None, *args: Any) -> None:
         """Call back; count and log (at most once in 5 s) an exception instead of raising."""
@@ -267,8 +285,22 @@ class ReconnectingClient:
                 self._counts['callback_errors'] += 1
             held = self._callback_log.ready()
             if held is not None:
-                self._log.exception('%s %s: %s raised%s', self._kind, self.name, which,
-                                    f' ({held} more since the last report)' if held else '')
+                self._log(logging.ERROR, f'{self._label}: {which} raised{_held_text(held)}\n'
+                          f'{traceback.format_exc().rstrip()}')
+
+
+def python_log(name: str) -> LogHandler:
+    """Return a log handler that writes to the Python logger ``name``."""
+    logger = logging.getLogger(name)
+
+    def log(level: int, text: str) -> None:
+        logger.log(level, '%s', text)
+
+    return log
+
+
+def _held_text(held: int) -> str:
+    return f' ({held} more since the last report)' if held else ''
 
 
 class LogThrottle:

@@ -53,9 +53,8 @@ from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import max_payload_size
 from acres_bridge.protocol.frames import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.sockets import CONNECT_TIMEOUT_S
+from acres_bridge.protocol.sockets import LogHandler
 from acres_bridge.protocol.sockets import ReconnectingClient
-
-logger = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 0.2
 _DISCARD_CHUNK = 1 << 16
@@ -227,7 +226,7 @@ class SensorStreamClient(ReconnectingClient):
     frame (its memoryviews are valid until the callback returns), ``on_connection(connected,
     reason)`` when the state or the reason of a failure changes, ``on_bad_frame(error)`` for
     each frame that breaks the layout. An exception in a callback is logged and counted; it
-    never stops the thread.
+    never stops the thread. Reports go to ``log`` (see ``sockets.py``).
 
     :param host: the simulator host; it must resolve to a loopback address.
     :param port: the TCP port of the stream, 1 to 65535.
@@ -237,6 +236,7 @@ class SensorStreamClient(ReconnectingClient):
     :param read_timeout_s: how often a blocked read checks for ``stop()``.
     :param max_frame_bytes: a cap on any payload (see ``FrameReader``).
     :param stats_window_s: the span of the rates and latency figures of ``stats``.
+    :param log: ``log(level, text)`` for each report; None: the Python logger of this module.
     :raises TransportError: for a host that is not loopback or a port out of range.
     """
 
@@ -249,10 +249,10 @@ class SensorStreamClient(ReconnectingClient):
                  reconnect_s: float = 1.0, connect_timeout_s: float = CONNECT_TIMEOUT_S,
                  read_timeout_s: float = READ_TIMEOUT_S,
                  max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
-                 stats_window_s: float = 5.0) -> None:
+                 stats_window_s: float = 5.0, log: LogHandler | None = None) -> None:
         super().__init__(host, port, name=name, thread_name=f'sensor-rx:{name}',
                          on_connection=on_connection, reconnect_s=reconnect_s,
-                         connect_timeout_s=connect_timeout_s,
+                         connect_timeout_s=connect_timeout_s, log=log,
                          counters=('bad_frames', 'unknown_frames', 'unknown_bytes',
                                    'sequence_gaps'))
         self._on_frame = on_frame
@@ -397,8 +397,8 @@ class SensorStreamClient(ReconnectingClient):
             self._counts['unknown_frames'] += 1
             self._counts['unknown_bytes'] += HEADER_SIZE + header.payload_size
             self._expected_sequence = (header.sequence + 1) & 0xFFFFFFFF
-        logger.debug('sensor stream %s: skipped a frame of unknown type %d (%d bytes)',
-                     self.name, header.frame_type, header.payload_size)
+        self._log(logging.DEBUG, f'{self._label}: skipped a frame of unknown type '
+                  f'{header.frame_type} ({header.payload_size} bytes)')
 
     def _count_bad(self, error: FrameError, header: FrameHeader | None) -> None:
         with self._lock:
@@ -408,5 +408,6 @@ class SensorStreamClient(ReconnectingClient):
                 self._by_type[header.frame_type].bad += 1
             if header is not None:
                 self._expected_sequence = (header.sequence + 1) & 0xFFFFFFFF
-        self._warn('bad frame: %s', error)
+        action = 'skipped' if error.recoverable else 'reconnecting'
+        self._warn('bad frame (%s): %s', action, error)
         self._call('on_bad_frame', self._on_bad_frame, error)
