@@ -16,13 +16,16 @@
 """
 Measure the sensor bridge against the DDS floor: delivery, latency, CPU and memory.
 
-For each DDS configuration (``default`` transports, ``xml``: config/fastdds_large_data.xml) and
-each real-time factor, two runs share one measuring subscriber:
+For each DDS configuration (``stock``: nothing in the environment, as a new user runs it, so
+the bridge applies its own settings and every other process has Fast DDS as it ships;
+``profile``: the package's profile for the prefix's Fast DDS in every process), each drive
+(``play`` at the factor; ``lockstep``: step requests paced at the factor, with step barriers)
+and each real-time factor, two runs share one measuring subscriber:
 
 ``bridge``
-    the emulator (Polaris, lockstep until the subscriber has matched, then playing at the
-    factor) in its own process, the ``sensor_bridge`` executable in its own process, and the
-    subscriber in a third.
+    the emulator (Polaris, lockstep until the subscriber has matched, then playing or stepped
+    at the factor) in its own process, the ``sensor_bridge`` executable in its own process, and
+    the subscriber in a third.
 ``floor``
     a plain rclpy publisher process that publishes ready-made messages of the same sizes on the
     same topics at the same rates with the same QoS, measured by the same subscriber.
@@ -33,10 +36,12 @@ process records, for every frame it queues, the frame's stamp and publish time (
 CLOCK_MONOTONIC time that goes into the TSS1 header); the floor records the time just before
 it publishes. Latency is receive time minus that publish time; delivery is the stamps received
 against the frames sent (one message per frame and topic; CameraInfo with each image, four
-messages per INS frame).
+messages per INS frame). Clock, INS and barrier are read by six subscriptions each:
+reliable and best effort, keep-last 1, 10 and 1000.
 
-    .venv/bin/python tools/benchmark.py --seconds 5 --rates 1 --configs default   # a try
-    .venv/bin/python tools/benchmark.py                    # the full run: 60 s, 1 5 10 20
+    .venv/bin/python tools/benchmark.py --seconds 5 --rates 1 --configs stock   # a try
+    .venv/bin/python tools/benchmark.py                    # the full run: 60 s, 1x and 10x
+    .venv/bin/python tools/benchmark.py --distro jazzy     # every process from .venv-jazzy
     .venv/bin/python tools/benchmark.py --help
 
 Results: docs/benchmarks.json, docs/benchmarks.md (a table), docs/benchmarks.png (latency and
@@ -51,7 +56,6 @@ import os
 import platform
 import queue
 import shlex
-import shutil
 import signal
 import struct
 import subprocess
@@ -64,15 +68,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-XML_PROFILE = os.path.join(ROOT, 'config', 'fastdds_large_data.xml')
+from acres_bridge.nodes import dds  # noqa: E402  (no rclpy: the harness runs on any Python)
+
 NAMESPACE = '/polaris'
 PHYSICS_HZ = 120
-DEFAULT_RATES = (1.0, 5.0, 10.0, 20.0)
-DEFAULT_CONFIGS = ('default', 'xml')
+DEFAULT_RATES = (1.0, 10.0)
+# stock: nothing in the environment (the bridge applies its own settings, the floor and the
+# subscriber have Fast DDS as it ships); profile: the package's profile for every process.
+DEFAULT_CONFIGS = ('stock', 'profile')
+# play: the emulator plays at the rate; lockstep: 12-step requests paced at the rate, each
+# ending with a step barrier.
+DEFAULT_DRIVES = ('play', 'lockstep')
+LOCKSTEP_STEPS = 12
+DISTRO_PREFIXES = {'kilted': '.venv', 'jazzy': '.venv-jazzy'}
 DEFAULT_DOMAIN_ID = 42
 START_TIMEOUT_S = 60.0
 SUBSCRIBER_DEPTH = 1000
 SUBSCRIBER_LARGE_DEPTH = 100
+# The extra subscriptions of the small topics (reliability, depth); the plain topic name is
+# the reliable depth-SUBSCRIBER_DEPTH one.
+SUBSCRIBER_VARIANTS = (('reliable', 10), ('reliable', 1), ('best_effort', 1000),
+                       ('best_effort', 10), ('best_effort', 1))
 # Longer than Fast DDS's default heartbeat period (3 s): a sample that needs a repair at the
 # end of a run still arrives (late: its latency shows) before the subscriber is stopped.
 QUIET_S = 4.0
@@ -84,12 +100,16 @@ FRAME_TOPICS = {
     3: ('ins/fix', 'ins/imu', 'ins/odometry', 'ground_truth/odometry'),
     4: ('lidar/points',),
     5: ('camera/image_raw', 'camera/camera_info'),
+    6: ('step_barrier',),
 }
 TOPIC_FRAME = {topic: frame_type for frame_type, topics in FRAME_TOPICS.items()
                for topic in topics}
 TOPICS = tuple(TOPIC_FRAME)
-FRAME_KINDS = {2: 'clock', 3: 'ins', 4: 'lidar', 5: 'camera'}
+FRAME_KINDS = {2: 'clock', 3: 'ins', 4: 'lidar', 5: 'camera', 6: 'barrier'}
 LARGE_TOPICS = frozenset(('lidar/points', 'camera/image_raw'))
+# The topics of the issue-11 latency target, measured for every subscriber variant.
+SMALL_TOPICS = ('/clock', 'ins/fix', 'ins/imu', 'ins/odometry', 'ground_truth/odometry',
+                'step_barrier')
 # the groups of the latency targets (added latency p50 in ms over the floor at 1x)
 TARGET_ADDED_P50_MS = {'lidar/points': 1.0, 'camera/image_raw': 1.0, '/clock': 0.3,
                        'ins/imu': 0.3}
@@ -114,12 +134,35 @@ def full_topic(topic: str) -> str:
     return topic if topic.startswith('/') else f'{NAMESPACE}/{topic}'
 
 
-def _qos(depth: int) -> Any:
+def variant_label(topic: str, reliability: str, depth: int) -> str:
+    """Return the name of one subscription in the records: ``/clock@be10`` and so on."""
+    return f"{topic}@{'r' if reliability == 'reliable' else 'be'}{depth}"
+
+
+def label_topic(label: str) -> str:
+    """Return the topic of a record label (the label itself for the default subscription)."""
+    return label.split('@')[0]
+
+
+def subscriptions(variants: bool) -> dict[str, tuple[str, str, int]]:
+    """Return label -> (topic, reliability, depth) of the measuring subscriber."""
+    out = {topic: (topic, 'reliable',
+                   SUBSCRIBER_LARGE_DEPTH if topic in LARGE_TOPICS else SUBSCRIBER_DEPTH)
+           for topic in TOPICS}
+    if variants:
+        for topic in SMALL_TOPICS:
+            for reliability, depth in SUBSCRIBER_VARIANTS:
+                out[variant_label(topic, reliability, depth)] = (topic, reliability, depth)
+    return out
+
+
+def _qos(depth: int, reliability: str = 'reliable') -> Any:
     from rclpy.qos import HistoryPolicy
     from rclpy.qos import QoSProfile
     from rclpy.qos import ReliabilityPolicy
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,
-                      reliability=ReliabilityPolicy.RELIABLE)
+                      reliability=ReliabilityPolicy.RELIABLE if reliability == 'reliable'
+                      else ReliabilityPolicy.BEST_EFFORT)
 
 
 def _message_types() -> dict[str, type]:
@@ -130,9 +173,11 @@ def _message_types() -> dict[str, type]:
     from sensor_msgs.msg import Imu
     from sensor_msgs.msg import NavSatFix
     from sensor_msgs.msg import PointCloud2
+    from acres_interfaces.msg import StepBarrier
     return {'/clock': Clock, 'ins/fix': NavSatFix, 'ins/imu': Imu, 'ins/odometry': Odometry,
             'ground_truth/odometry': Odometry, 'lidar/points': PointCloud2,
-            'camera/image_raw': Image, 'camera/camera_info': CameraInfo}
+            'camera/image_raw': Image, 'camera/camera_info': CameraInfo,
+            'step_barrier': StepBarrier}
 
 
 class _Commands:
@@ -236,7 +281,13 @@ def _due(step: int, hz: int) -> bool:
 
 
 def role_floor(args: argparse.Namespace) -> int:
-    """Publish ready-made messages on the bridge's topics at the emulator's schedule."""
+    """
+    Publish ready-made messages on the bridge's topics at the emulator's schedule.
+
+    ``--drive play`` publishes each physics step at its time; ``lockstep`` publishes
+    LOCKSTEP_STEPS steps at once every LOCKSTEP_STEPS steps' time, then a step barrier, as the
+    bridge does for a step request.
+    """
     import rclpy
     from rclpy._rclpy_pybind11 import RCLError
     rclpy.init()
@@ -260,36 +311,46 @@ def role_floor(args: argparse.Namespace) -> int:
         command = commands.get()
     if command == 'play':
         steps_per_s = PHYSICS_HZ * args.rate
+        batch = LOCKSTEP_STEPS if args.drive == 'lockstep' else 1
         start = time.monotonic()
         end = start + args.seconds
         step = 0
+
+        def publish(frame_type: int, sec: int, nanosec: int, key: int) -> None:
+            nonlocal publish_errors
+            publish_s = time.monotonic()
+            for topic in FRAME_TOPICS[frame_type]:
+                message = messages[topic]
+                _set_stamp(message, topic, sec, nanosec)
+                try:
+                    publishers[topic].publish(message)
+                except RCLError:
+                    # Fast DDS refuses a write it cannot place in time: a lost message.
+                    publish_errors += 1
+            records.append((frame_type, key, publish_s))
+
         while True:
             now = time.monotonic()
             if now >= end:
                 break
-            due = start + (step + 1) / steps_per_s
+            due = start + (step + batch) / steps_per_s
             if now < due:
                 time.sleep(due - now)
-            step += 1
-            stamp_ns = step * 1_000_000_000 // PHYSICS_HZ
-            sec, nanosec = divmod(stamp_ns, 1_000_000_000)
-            key = stamp_key(stamp_ns / 1e9)
-            frames = [2]
-            if _due(step, 100):
-                frames.append(3)
-            if _due(step, 10):
-                frames.extend((5, 4))
-            for frame_type in frames:
-                publish_s = time.monotonic()
-                for topic in FRAME_TOPICS[frame_type]:
-                    message = messages[topic]
-                    _set_stamp(message, topic, sec, nanosec)
-                    try:
-                        publishers[topic].publish(message)
-                    except RCLError:
-                        # Fast DDS refuses a write it cannot place in time: a lost message.
-                        publish_errors += 1
-                records.append((frame_type, key, publish_s))
+            for _ in range(batch):
+                step += 1
+                stamp_ns = step * 1_000_000_000 // PHYSICS_HZ
+                sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+                key = stamp_key(stamp_ns / 1e9)
+                frames = [2]
+                if _due(step, 100):
+                    frames.append(3)
+                if _due(step, 10):
+                    frames.extend((5, 4))
+                for frame_type in frames:
+                    publish(frame_type, sec, nanosec, key)
+            if batch > 1:
+                messages['step_barrier'].step = step
+                publish(6, sec, nanosec, key)
         _say(f'PLAYED steps={step} publish_errors={publish_errors}')
         while commands.get() != 'stop':
             pass
@@ -320,12 +381,13 @@ def role_subscriber(args: argparse.Namespace) -> int:
     context = rclpy.get_default_context()
     node = rclpy.create_node('benchmark_subscriber')
     types = _message_types()
-    received: dict[str, list[tuple[int, float, float]]] = {topic: [] for topic in TOPICS}
-    subscriptions = {}
-    for topic in TOPICS:
-        depth = args.large_depth if topic in LARGE_TOPICS else args.depth
-        subscriptions[topic] = node.create_subscription(
-            types[topic], full_topic(topic), lambda data: None, _qos(depth), raw=True)
+    wanted = subscriptions(args.variants)
+    received: dict[str, list[tuple[int, float, float]]] = {label: [] for label in wanted}
+    subs = {}
+    for label, (topic, reliability, depth) in wanted.items():
+        subs[label] = node.create_subscription(
+            types[topic], full_topic(topic), lambda data: None, _qos(depth, reliability),
+            raw=True)
     from diagnostic_msgs.msg import DiagnosticArray
     diagnostics: list[dict[str, str]] = []
     diagnostics_sub = node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: None,
@@ -343,7 +405,7 @@ def role_subscriber(args: argparse.Namespace) -> int:
             elif command == 'count':
                 _say(f'COUNT {sum(len(log) for log in received.values())}')
             elif command == 'topics':
-                _say('TOPICS ' + ' '.join(str(len(received[topic])) for topic in TOPICS))
+                _say('TOPICS ' + ' '.join(str(len(log)) for log in received.values()))
             elif command == 'reset':
                 for log in received.values():
                     log.clear()
@@ -355,8 +417,7 @@ def role_subscriber(args: argparse.Namespace) -> int:
 
     _say('READY executor=wait-set')
     threading.Thread(target=serve, name='commands', daemon=True).start()
-    entries = [(sub.handle, sub.msg_type, received[topic])
-               for topic, sub in subscriptions.items()]
+    entries = [(sub.handle, sub.msg_type, received[label]) for label, sub in subs.items()]
     monotonic_ns, time_ns = time.monotonic_ns, time.time_ns
     offset_ns = time_ns() - monotonic_ns()
     with context.handle:
@@ -517,35 +578,42 @@ class Child:
         self._stderr.close()
 
 
-def _bridge_argv(port: int, command: str | None = None) -> list[str]:
-    executable = shutil.which('sensor_bridge') or os.path.join(
-        os.path.dirname(sys.executable), 'sensor_bridge')
+def prefix_python(prefix: str) -> str:
+    """Return the Python of a prefix (a venv made by tools/bootstrap.py)."""
+    return os.path.join(prefix, 'bin', 'python')
+
+
+def _bridge_argv(port: int, command: str | None = None, prefix: str = sys.prefix) -> list[str]:
+    executable = os.path.join(prefix, 'bin', 'sensor_bridge')
     if command:
         argv = shlex.split(command)
     elif os.path.exists(executable):
         argv = [executable]
     else:
-        argv = [sys.executable, '-c',
+        argv = [prefix_python(prefix), '-c',
                 'import sys; from acres_bridge.nodes.sensor_bridge import main; sys.exit(main())']
     return argv + ['--ros-args', '-r', f'__ns:={NAMESPACE}', '-p', f'port:={port}',
                    '-p', 'host:=127.0.0.1']
 
 
-def dds_env(config: str, domain_id: int) -> dict[str, str]:
-    """Return the environment of every process of one run: a local-only graph of its own."""
-    env = dict(os.environ)
-    env.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_LOCALHOST_ONLY='1',
-               ROS_DOMAIN_ID=str(domain_id), RCUTILS_LOGGING_SEVERITY_THRESHOLD='WARN',
+def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None) -> dict[str, str]:
+    """
+    Return the environment of every process of one run: a local-only graph of its own.
+
+    ``stock``: no Fast DDS variable at all, as a new user has it. ``profile``: the package's
+    profile spelled for ``fast_dds``, the Fast DDS of the prefix.
+    """
+    env = {name: value for name, value in os.environ.items()
+           if name not in dds.USER_VARIABLES and name != 'ROS_LOCALHOST_ONLY'}
+    env.update(dds.local_graph_environment(fast_dds))
+    env.update(ROS_DOMAIN_ID=str(domain_id), RCUTILS_LOGGING_SEVERITY_THRESHOLD='WARN',
                PYTHONUNBUFFERED='1')
     env['PYTHONPATH'] = ROOT + os.pathsep + env.get('PYTHONPATH', '')
-    for name in ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
-                 'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTDDS_BUILTIN_TRANSPORTS'):
-        env.pop(name, None)
-    if config == 'xml':
-        # Humble's Fast DDS 2.6 reads FASTRTPS_DEFAULT_PROFILES_FILE; later ones warn about it.
-        env['FASTDDS_DEFAULT_PROFILES_FILE'] = XML_PROFILE
-        env['RMW_FASTRTPS_USE_QOS_FROM_XML'] = '1'
-    elif config != 'default':
+    if config == 'profile':
+        if fast_dds is None:
+            raise ValueError('the profile configuration needs the Fast DDS of the prefix')
+        env.update(dds.shipped_profile_environment(fast_dds))
+    elif config != 'stock':
         raise ValueError(f'unknown DDS configuration {config!r}')
     return env
 
@@ -627,14 +695,36 @@ def _wait_matched(subscriber: Child, timeout_s: float) -> None:
     raise RuntimeError(f'the subscriber did not match every topic: {answer}')
 
 
+def run_tag(mode: str, config: str, drive: str, rate: float) -> str:
+    return f'{mode}-{config}-{drive}-{rate:g}x'
+
+
+def _drive_steps(control: Any, rate: float, seconds: float) -> None:
+    """Send LOCKSTEP_STEPS-step requests, each as its steps' time at ``rate`` comes."""
+    period_s = LOCKSTEP_STEPS / (PHYSICS_HZ * rate)
+    due = time.monotonic()
+    end = due + seconds
+    while time.monotonic() < end:
+        reply = control.request('step', steps=LOCKSTEP_STEPS, timeout_s=30.0)
+        if not reply.get('ok'):
+            raise RuntimeError(f'step failed: {reply}')
+        # Behind schedule the next request goes at once, without catching up in a burst.
+        due = max(due + period_s, time.monotonic() - period_s)
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+
 def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: int,
              work_dir: str, depth: int, large_depth: int, render_every: int,
-             profile: bool = False, bridge_command: str | None = None) -> dict[str, Any]:
-    """Run one measurement (``bridge`` or ``floor``); return its figures."""
+             profile: bool = False, bridge_command: str | None = None, drive: str = 'play',
+             variants: bool = True, prefix: str = sys.prefix) -> dict[str, Any]:
+    """Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures."""
     from acres_bridge.protocol.control import ControlClient
-    tag = f'{mode}-{config}-{rate:g}x'
-    env = dds_env(config, domain_id)
-    me = [sys.executable, os.path.abspath(__file__)]
+    tag = run_tag(mode, config, drive, rate)
+    fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
+    env = dds_env(config, domain_id, fast_dds)
+    me = [prefix_python(prefix), os.path.abspath(__file__)]
     sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
     children: list[Child] = []
@@ -642,8 +732,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     publish_errors = None
     try:
         subscriber = Child(f'{tag}-subscriber', me + [
-            '_subscriber', '--record', sub_record, '--depth', str(SUBSCRIBER_DEPTH),
-            '--large-depth', str(SUBSCRIBER_LARGE_DEPTH)], env, work_dir)
+            '_subscriber', '--record', sub_record] + (['--variants'] if variants else []),
+            env, work_dir)
         children.append(subscriber)
         subscriber.expect('READY', START_TIMEOUT_S)
         control = None
@@ -654,17 +744,20 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             children.append(emulator)
             ready = emulator.expect('READY', START_TIMEOUT_S).split()
             ports = dict(item.split('=') for item in ready[1:])
-            argv = _bridge_argv(int(ports['sensor']), bridge_command) if not profile else me + [
-                '_bridge_profiled', '--port', ports['sensor'],
-                '--record', os.path.join(work_dir, f'{tag}-bridge.prof')]
-            source = Child(f'{tag}-bridge', argv, env, work_dir, interrupt=True)
+            argv = _bridge_argv(int(ports['sensor']), bridge_command, prefix) if not profile else (
+                me + ['_bridge_profiled', '--port', ports['sensor'],
+                      '--record', os.path.join(work_dir, f'{tag}-bridge.prof')])
+            # INFO for the bridge: its log says which DDS configuration is in force.
+            bridge_env = dict(env, RCUTILS_LOGGING_SEVERITY_THRESHOLD='INFO')
+            source = Child(f'{tag}-bridge', argv, bridge_env, work_dir, interrupt=True)
             children.insert(0, source)
             control = ControlClient(port=int(ports['control']), name='benchmark')
             control.start()
         else:
             source = Child(f'{tag}-floor', me + [
                 '_floor', '--rate', str(rate), '--seconds', str(seconds), '--record', pub_record,
-                '--depth', str(depth), '--large-depth', str(large_depth)], env, work_dir)
+                '--depth', str(depth), '--large-depth', str(large_depth), '--drive', drive],
+                env, work_dir)
             children.append(source)
             source.expect('READY', START_TIMEOUT_S)
         _wait_matched(subscriber, START_TIMEOUT_S)
@@ -680,7 +773,11 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         sampler = _Sampler(source.process.pid)
         cpu_start = sampler.cpu_s()
         wall_start = time.monotonic()
-        if control is not None:
+        if control is not None and drive == 'lockstep':
+            _drive_steps(control, rate, seconds)
+            wall_s = time.monotonic() - wall_start
+            emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
+        elif control is not None:
             reply = control.request('set_state', state=1)
             if not reply.get('ok'):
                 raise RuntimeError(f'set_state 1 failed: {reply}')
@@ -712,7 +809,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     sim_s = clock_frames / PHYSICS_HZ
     rss = [sample[1] for sample in sampler.samples]
     result.update(
-        mode=mode, config=config, rate=rate, wall_s=round(wall_s, 3), sim_s=round(sim_s, 3),
+        mode=mode, config=config, drive=drive, rate=rate, dds_line=_dds_line(work_dir, tag),
+        fast_dds=str(fast_dds), wall_s=round(wall_s, 3), sim_s=round(sim_s, 3),
         achieved_rate=round(sim_s / wall_s, 3) if wall_s else None,
         cpu_s=round(cpu_s, 3), cpu_s_per_sim_s=round(cpu_s / sim_s, 4) if sim_s else None,
         cpu_core_fraction=round(cpu_s / wall_s, 4) if wall_s else None,
@@ -724,6 +822,18 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()])
     return result
+
+
+def _dds_line(work_dir: str, tag: str) -> str | None:
+    """Return the bridge's line saying which DDS configuration was in force (None: no bridge)."""
+    try:
+        with open(os.path.join(work_dir, f'{tag}-bridge.log'), encoding='utf-8') as stream:
+            for line in stream:
+                if 'DDS: ' in line:
+                    return line[line.index('DDS: '):].strip()
+    except OSError:
+        pass
+    return None
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float | None:
@@ -740,8 +850,8 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]]) -> dic
         if frame_type in published:
             published[frame_type][key] = publish_s
     topics = {}
-    for topic in TOPICS:
-        frames = published[TOPIC_FRAME[topic]]
+    for topic in sorted(set(TOPICS) | set(received), key=_label_order):
+        frames = published[TOPIC_FRAME[label_topic(topic)]]
         latencies = []
         seen = set()
         unmatched = 0
@@ -772,6 +882,13 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]]) -> dic
     return {'topics': topics}
 
 
+def _label_order(label: str) -> tuple[int, int]:
+    """Sort record labels: topics in TOPICS order, each topic's default subscription first."""
+    topic, _, variant = label.partition('@')
+    variants = [variant_label(topic, *item).partition('@')[2] for item in SUBSCRIBER_VARIANTS]
+    return TOPICS.index(topic), variants.index(variant) + 1 if variant else 0
+
+
 def _diagnostic_figures(samples: list[dict[str, str]]) -> dict[str, Any]:
     """
     Summarise the bridge's /diagnostics during a run.
@@ -781,7 +898,7 @@ def _diagnostic_figures(samples: list[dict[str, str]]) -> dict[str, Any]:
     the end-to-end latency into transport and bridge + DDS.
     """
     out: dict[str, Any] = {}
-    for kind in ('clock', 'ins', 'lidar', 'camera'):
+    for kind in ('clock', 'ins', 'lidar', 'camera', 'barrier'):
         values = []
         for sample in samples:
             try:
@@ -803,7 +920,9 @@ def _round(value: float | None) -> float | None:
 def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
     """Return the bridge's figures relative to the floor's."""
     out: dict[str, Any] = {}
-    for topic in TOPICS:
+    for topic in bridge['topics']:
+        if topic not in floor['topics']:
+            continue
         b, f = bridge['topics'][topic], floor['topics'][topic]
         entry = {}
         for name in ('latency_p50_ms', 'latency_p99_ms'):
@@ -812,7 +931,7 @@ def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
                 entry[name.replace('_ms', '_ratio')] = (
                     round(b[name] / f[name], 2) if f[name] > 0 else None)
         transport = bridge.get('bridge_diagnostics', {}).get(
-            FRAME_KINDS[TOPIC_FRAME[topic]], {}).get('transport_p50_ms')
+            FRAME_KINDS[TOPIC_FRAME[label_topic(topic)]], {}).get('transport_p50_ms')
         if 'added_p50_ms' in entry and transport is not None:
             # What the bridge itself adds: decoding, conversion and publishing.
             entry['own_p50_ms'] = round(entry['added_p50_ms'] - transport, 3)
@@ -827,15 +946,18 @@ def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
 
 def reanalyse(report: dict[str, Any], work_dir: str) -> dict[str, Any]:
     """Recompute delivery and latency of every run of a report from its raw records."""
-    pairs: dict[tuple[str, float], dict[str, Any]] = {}
+    pairs: dict[tuple[str, str, float], dict[str, Any]] = {}
     for run in report['runs']:
-        tag = f"{run['mode']}-{run['config']}-{run['rate']:g}x"
+        drive = run.get('drive', 'play')
+        tag = run_tag(run['mode'], run['config'], drive, run['rate'])
+        if not os.path.exists(os.path.join(work_dir, f'{tag}-sent.json')):
+            tag = f"{run['mode']}-{run['config']}-{run['rate']:g}x"   # a report before drives
         with open(os.path.join(work_dir, f'{tag}-sent.json'), encoding='utf-8') as stream:
             sent = json.load(stream)
         with open(os.path.join(work_dir, f'{tag}-subscriber.json'), encoding='utf-8') as stream:
             received = json.load(stream)['received']
         run['topics'] = _figures(sent, received)['topics']
-        pairs.setdefault((run['config'], run['rate']), {})[run['mode']] = run
+        pairs.setdefault((run['config'], drive, run['rate']), {})[run['mode']] = run
     for pair in pairs.values():
         if 'bridge' in pair and 'floor' in pair:
             pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
@@ -849,35 +971,48 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   modes: Sequence[str] = ('bridge', 'floor'), profile: bool = False,
                   rate_seconds: dict[float, float] | None = None,
                   bridge_command: str | None = None,
-                  log: Any = print) -> dict[str, Any]:
-    """Run every (config, rate, mode); return the report (also the JSON document)."""
+                  drives: Sequence[str] = DEFAULT_DRIVES, variants: bool = True,
+                  prefix: str = sys.prefix, log: Any = print) -> dict[str, Any]:
+    """
+    Run every (drive, rate, config, mode); return the report (also the JSON document).
+
+    The configurations of one rate run one after the other, so that the load of the machine
+    weighs on stock and profile alike.
+    """
     os.makedirs(work_dir, exist_ok=True)
+    fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
     runs = []
-    for config in configs:
+    for drive in drives:
         for rate in rates:
-            pair = {}
-            for mode in modes:
-                run_s = (rate_seconds or {}).get(rate, seconds)
-                log(f'--- {mode} {config} {rate:g}x for {run_s:g} s')
-                result = run_once(mode, config, rate, seconds=run_s, domain_id=domain_id,
-                                  work_dir=work_dir, depth=depth, large_depth=large_depth,
-                                  render_every=render_every, profile=profile,
-                                  bridge_command=bridge_command)
-                log(_summary_line(result))
-                pair[mode] = result
-                runs.append(result)
-            if 'bridge' in pair and 'floor' in pair:
-                pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
+            for config in configs:
+                pair = {}
+                for mode in modes:
+                    run_s = (rate_seconds or {}).get(rate, seconds)
+                    log(f'--- {mode} {config} {drive} {rate:g}x for {run_s:g} s')
+                    result = run_once(mode, config, rate, seconds=run_s, domain_id=domain_id,
+                                      work_dir=work_dir, depth=depth, large_depth=large_depth,
+                                      render_every=render_every, profile=profile,
+                                      bridge_command=bridge_command, drive=drive,
+                                      variants=variants, prefix=prefix)
+                    log(_summary_line(result))
+                    pair[mode] = result
+                    runs.append(result)
+                if 'bridge' in pair and 'floor' in pair:
+                    pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
+    profile_path = dds.shipped_profile(fast_dds) if fast_dds is not None else None
     return {
         'machine': {'cores': os.cpu_count(), 'platform': platform.platform(),
                     'python': platform.python_version(), 'processor': platform.processor(),
                     'affinity': len(os.sched_getaffinity(0))},
         'settings': {'seconds': seconds, 'rate_seconds': rate_seconds or {},
-                     'rates': list(rates), 'configs': list(configs),
+                     'rates': list(rates), 'configs': list(configs), 'drives': list(drives),
+                     'prefix': prefix, 'fast_dds': str(fast_dds),
                      'qos': f'reliable keep-last; floor depth {depth} (clouds and images '
-                            f'{large_depth}); subscriber depth {SUBSCRIBER_DEPTH} '
-                            f'({SUBSCRIBER_LARGE_DEPTH})',
-                     'emulator_render_every': render_every, 'xml_profile': XML_PROFILE,
+                            f'{large_depth}); subscriber reliable depth {SUBSCRIBER_DEPTH} '
+                            f'({SUBSCRIBER_LARGE_DEPTH})'
+                            + (', and for clock, INS and barrier also reliable 10 and 1, best '
+                               'effort 1000, 10 and 1' if variants else ''),
+                     'emulator_render_every': render_every, 'profile': profile_path,
                      'bridge_command': bridge_command},
         'targets': {'loss': 0, 'added_p50_ms': TARGET_ADDED_P50_MS,
                     'cpu_core_fraction_1x': TARGET_CPU_FRACTION_1X, 'rss_mb': TARGET_RSS_MB},
@@ -886,9 +1021,12 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
 
 
 def _summary_line(result: dict[str, Any]) -> str:
-    parts = [f"{result['mode']:6} {result['config']:7} {result['rate']:g}x "
-             f"sim {result['sim_s']:.1f} s (x{result['achieved_rate']})"]
-    for topic in ('/clock', 'ins/imu', 'lidar/points', 'camera/image_raw'):
+    parts = [f"{result['mode']:6} {result['config']:7} {result.get('drive', 'play'):8} "
+             f"{result['rate']:g}x sim {result['sim_s']:.1f} s (x{result['achieved_rate']})"]
+    shown = ['/clock', 'ins/imu', 'lidar/points', 'camera/image_raw']
+    if result.get('drive') == 'lockstep':
+        shown.append('step_barrier')
+    for topic in shown:
         t = result['topics'][topic]
         parts.append(f"{topic.split('/')[-1]} {t['delivered']}/{t['sent']} "
                      f"p50 {t['latency_p50_ms']} ms")
@@ -896,45 +1034,126 @@ def _summary_line(result: dict[str, Any]) -> str:
     return ' | '.join(parts)
 
 
+def _subscriber_name(label: str) -> str:
+    topic, _, variant = label.partition('@')
+    if topic in LARGE_TOPICS and not variant:
+        return f'reliable {SUBSCRIBER_LARGE_DEPTH}'
+    if not variant:
+        return f'reliable {SUBSCRIBER_DEPTH}'
+    kind = 'best effort' if variant.startswith('be') else 'reliable'
+    return f"{kind} {variant.lstrip('bre')}"
+
+
+def comparison_lines(report: dict[str, Any]) -> list[str]:
+    """
+    Return the stock-against-profile table: per drive, rate, topic and subscriber.
+
+    Each configuration shows the bridge's p50, the floor's p50 of the same run pair, the
+    difference, and the bridge's losses; ``<= 0.3`` says whether stock met the issue-11 target
+    (clock, INS and barrier within 0.3 ms of the floor).
+    """
+    runs: dict[tuple[str, float, str, str], dict[str, Any]] = {}
+    for run in report['runs']:
+        runs[(run.get('drive', 'play'), run['rate'], run['config'], run['mode'])] = run
+    configs = [config for config in DEFAULT_CONFIGS
+               if any(key[2] == config for key in runs)]
+    header = ['drive', 'rate', 'topic', 'subscriber']
+    for config in configs:
+        header += [f'{config} bridge p50', f'{config} floor p50', f'{config} added',
+                   f'{config} lost (floor) of sent']
+    header.append('stock <= 0.3')
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    for drive, rate in sorted({(key[0], key[1]) for key in runs}):
+        labels = []
+        for config in configs:
+            for run in (runs.get((drive, rate, config, 'bridge')),
+                        runs.get((drive, rate, config, 'floor'))):
+                if run is not None:
+                    labels += [label for label in run['topics'] if label not in labels]
+        for label in sorted(labels, key=_label_order):
+            topic = label_topic(label)
+            if drive == 'play' and topic == 'step_barrier':
+                continue
+            cells = [drive, f'{rate:g}', topic, _subscriber_name(label)]
+            met = ''
+            for config in configs:
+                bridge = runs.get((drive, rate, config, 'bridge'), {}).get('topics', {}).get(label)
+                floor = runs.get((drive, rate, config, 'floor'), {}).get('topics', {}).get(label)
+                b50 = bridge['latency_p50_ms'] if bridge else None
+                f50 = floor['latency_p50_ms'] if floor else None
+                added = round(b50 - f50, 3) if b50 is not None and f50 is not None else None
+                floor_lost = floor['lost'] if floor else '-'
+                lost = f"{bridge['lost']} ({floor_lost}) of {bridge['sent']}" if bridge else ''
+                cells += [_cell(b50), _cell(f50), _cell(added), lost]
+                if config == 'stock' and topic in SMALL_TOPICS and added is not None:
+                    met = 'yes' if added <= TARGET_ADDED_P50_MS['/clock'] else 'no'
+            cells.append(met)
+            lines.append('| ' + ' | '.join(cells) + ' |')
+    return lines
+
+
 def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> None:
     """Write the report as markdown tables."""
     machine = report['machine']
+    settings = report['settings']
     lines = [
         '# Sensor bridge benchmark', '',
         f"Measured {report['date']} UTC with `tools/benchmark.py` on {machine['cores']} cores "
-        f"({machine['platform']}, Python {machine['python']}); {report['settings']['seconds']:g} "
-        f"wall seconds per run (other rates: {report['settings'].get('rate_seconds') or 'none'}); "
-        'the emulator renders every '
-        f"{report['settings']['emulator_render_every']}th LiDAR and camera frame afresh.", '',
-        'Latency is receive time in the subscriber minus the publish time of the frame '
-        '(CLOCK_MONOTONIC; for the bridge the time the emulator queued the frame, so it '
-        'includes the TCP hop, decoding, conversion and DDS). `floor` is a plain rclpy '
-        'publisher of ready-made messages; `added` is bridge minus floor; `own` is added minus '
-        "the bridge's transport latency (its /diagnostics: its receive time minus the frame's "
-        'publish time, i.e. the emulator\'s queue and the TCP hop), so what decoding, '
-        'conversion and publishing add. `sim x` is the real-time factor the emulator reached. '
-        'Lost = sent by the emulator (or the floor) and never received.', '']
+        f"({machine['platform']}, Python {machine['python']}, "
+        f"{settings.get('fast_dds', 'Fast DDS')} from {settings.get('prefix', 'the prefix')}); "
+        f"{settings['seconds']:g} wall seconds per run (other rates: "
+        f"{settings.get('rate_seconds') or 'none'}); the emulator renders every "
+        f"{settings['emulator_render_every']}th LiDAR and camera frame afresh.", '',
+        'Two configurations. `stock`: no Fast DDS variable in any process, as a new user has '
+        'it; the bridge applies its own writer settings (acres_bridge/nodes/dds.py), the floor '
+        'and the subscriber run Fast DDS as it ships. `profile`: every process loads the '
+        f"package's profile ({os.path.basename(settings.get('profile') or '')}, with "
+        '`RMW_FASTRTPS_USE_QOS_FROM_XML=1`). Two drives. `play`: the emulator plays at the '
+        f'rate. `lockstep`: {LOCKSTEP_STEPS}-step requests paced at the rate, each ending with '
+        'a step barrier; the floor publishes the same bursts and barriers.', '',
+        'Latency is receive time in the subscriber (the middleware\'s reception time) minus '
+        'the publish time of the frame (CLOCK_MONOTONIC; for the bridge the time the emulator '
+        'queued the frame, so it includes the TCP hop, decoding, conversion and DDS). `floor` '
+        'is a plain rclpy publisher of ready-made messages with the bridge\'s QoS; `added` is '
+        "bridge minus floor; `own` is added minus the bridge's transport latency (its "
+        "/diagnostics: its receive time minus the frame's publish time, i.e. the emulator's "
+        'queue and the TCP hop). `sim x` is the real-time factor the emulator reached. Lost = '
+        'sent by the emulator (or the floor) and never received by that subscription; a '
+        'keep-last 1 or 10 reader drops what it has not taken before newer samples arrive, '
+        'by design.', '',
+        f"Subscriptions: {settings['qos']}.", '',
+        '## Stock against profile', '']
+    lines += comparison_lines(report)
+    lines.append('')
     if png_name:
         lines += [f'![latency and loss against the real-time factor]({png_name})', '']
-    lines += ['| DDS | rate | run | sim x | topic | delivered/sent | p50 ms | p99 ms | max ms '
-              '| added p50 ms | own p50 ms | CPU core | CPU s / sim s | RSS max MB |',
-              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    lines += ['## Every run (reliable subscriber, depth %d; clouds and images %d)'
+              % (SUBSCRIBER_DEPTH, SUBSCRIBER_LARGE_DEPTH), '',
+              '| DDS | drive | rate | run | sim x | topic | delivered/sent | p50 ms | p99 ms '
+              '| max ms | added p50 ms | own p50 ms | CPU core | CPU s / sim s | RSS max MB |',
+              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for run in report['runs']:
         ratios = run.get('vs_floor', {})
-        for index, topic in enumerate(TOPICS):
+        shown = [topic for topic in TOPICS
+                 if topic != 'step_barrier' or run.get('drive') == 'lockstep']
+        for index, topic in enumerate(shown):
             t = run['topics'][topic]
             added = ratios.get(topic, {}).get('added_p50_ms')
             own = ratios.get(topic, {}).get('own_p50_ms')
-            first = index == 0
-            cells = [run['config'], f"{run['rate']:g}", run['mode'], f"{run['achieved_rate']}"]
+            cells = [run['config'], run.get('drive', 'play'), f"{run['rate']:g}", run['mode'],
+                     f"{run['achieved_rate']}"]
             tail = [_cell(run['cpu_core_fraction']), _cell(run['cpu_s_per_sim_s']),
                     _cell(run['rss_mb_max'])]
-            if not first:
+            if index:
                 cells, tail = [''] * len(cells), [''] * len(tail)
             cells += [topic, f"{t['delivered']}/{t['sent']}", _cell(t['latency_p50_ms']),
                       _cell(t['latency_p99_ms']), _cell(t['latency_max_ms']), _cell(added),
                       _cell(own)]
             lines.append('| ' + ' | '.join(cells + tail) + ' |')
+    lines.append('')
+    lines += ['The bridge said, in each configuration:', '']
+    for line in sorted({run['dds_line'] for run in report['runs'] if run.get('dds_line')}):
+        lines.append(f'- `{line}`')
     lines.append('')
     text = '\n'.join(lines)
     # Hand-written findings below the marker survive a new run.
@@ -958,12 +1177,13 @@ def write_plot(report: dict[str, Any], path: str) -> None:
     import matplotlib.pyplot as plt
     shown = ('/clock', 'ins/imu', 'lidar/points', 'camera/image_raw')
     figure, axes = plt.subplots(1, 3, figsize=(16, 5))
-    styles = {('bridge', 'default'): '-', ('bridge', 'xml'): '-.',
-              ('floor', 'default'): ':', ('floor', 'xml'): '--'}
+    styles = {('bridge', 'stock'): '-', ('bridge', 'profile'): '-.',
+              ('floor', 'stock'): ':', ('floor', 'profile'): '--'}
     colours = dict(zip(shown, ('tab:blue', 'tab:orange', 'tab:green', 'tab:red')))
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for run in report['runs']:
-        groups.setdefault((run['mode'], run['config']), []).append(run)
+        if run.get('drive', 'play') == 'play':
+            groups.setdefault((run['mode'], run['config']), []).append(run)
     for (mode, config), runs in groups.items():
         runs = sorted(runs, key=lambda run: run['rate'])
         rates = [run['rate'] for run in runs]
@@ -995,13 +1215,27 @@ def _parser() -> argparse.ArgumentParser:
         prog='tools/benchmark.py',
         description='Measure the sensor bridge against a plain rclpy publisher (the DDS '
                     'floor): delivery, end-to-end latency, CPU and memory, at several '
-                    'real-time factors, with the default Fast DDS transports and with '
-                    'config/fastdds_large_data.xml.')
+                    'real-time factors, with stock Fast DDS and with the package\'s profile.')
     parser.add_argument('--rates', type=float, nargs='+', default=list(DEFAULT_RATES),
-                        help='real-time factors (default 1 5 10 20; the last is the high one)')
+                        help='real-time factors (default 1 10)')
     parser.add_argument('--configs', nargs='+', choices=DEFAULT_CONFIGS,
                         default=list(DEFAULT_CONFIGS),
-                        help='DDS configurations: default transports, xml profile')
+                        help='DDS configurations: stock (nothing in the environment), profile '
+                             '(the shipped profile for the prefix\'s Fast DDS); default both')
+    parser.add_argument('--drives', nargs='+', choices=DEFAULT_DRIVES,
+                        default=list(DEFAULT_DRIVES),
+                        help='play (the emulator plays at the rate) and/or lockstep '
+                             f'({LOCKSTEP_STEPS}-step requests paced at the rate, with step '
+                             'barriers); default both')
+    parser.add_argument('--no-variants', dest='variants', action='store_false',
+                        help='subscribe once per topic (reliable); by default clock, INS and '
+                             'barrier are also read reliable 10 and 1, best effort 1000, 10, 1')
+    where = parser.add_mutually_exclusive_group()
+    prefixes = ', '.join(f'{name}: {path}' for name, path in DISTRO_PREFIXES.items())
+    where.add_argument('--distro', choices=sorted(DISTRO_PREFIXES),
+                       help=f"run every process from this distribution's prefix ({prefixes})")
+    where.add_argument('--prefix', default=None,
+                       help='run every process from this prefix (default: this Python\'s)')
     parser.add_argument('--modes', nargs='+', choices=('bridge', 'floor'),
                         default=['bridge', 'floor'], help='what to measure (default both)')
     parser.add_argument('--seconds', type=float, default=60.0,
@@ -1047,6 +1281,8 @@ def _role_parser(role: str) -> argparse.ArgumentParser:
     parser.add_argument('--large-depth', type=int, default=10)
     parser.add_argument('--render-every', type=int, default=10)
     parser.add_argument('--port', type=int, default=0)
+    parser.add_argument('--drive', choices=DEFAULT_DRIVES, default='play')
+    parser.add_argument('--variants', action='store_true')
     return parser
 
 
@@ -1068,6 +1304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_terminate)
     import tempfile
+    prefix = (os.path.join(ROOT, DISTRO_PREFIXES[args.distro]) if args.distro
+              else args.prefix or sys.prefix)
     work_dir = args.work_dir or tempfile.mkdtemp(prefix='acres_benchmark_')
     print(f'records and logs in {work_dir}', flush=True)
     if args.reanalyse:
@@ -1081,6 +1319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile=args.profile, bridge_command=args.bridge_command, rate_seconds={
                 float(item.split('=')[0]): float(item.split('=')[1])
                 for item in args.rate_seconds},
+            drives=args.drives, variants=args.variants, prefix=prefix,
             log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name)

@@ -77,25 +77,24 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help='subscribe to all 8 topics of the agent; by default /clock, '
                              'lidar/points, camera/image_raw and ins/imu (a Python subscriber '
                              'is slower than the bridge: it must not be what loses messages)')
-    parser.add_argument('--dds', choices=('xml', 'default'), default='xml',
-                        help='xml: config/fastdds_large_data.xml for every process, as the '
-                             'launch files do (default); default: Fast DDS defaults')
+    parser.add_argument('--dds', choices=('stock', 'profile'), default='stock',
+                        help='stock: nothing of Fast DDS in the environment, as a new user has '
+                             'it (the bridge applies its own settings; default); profile: the '
+                             "package's profile for the prefix's Fast DDS in every process")
     parser.add_argument('--domain-id', type=int, default=57, help='ROS_DOMAIN_ID (default 57)')
     return parser.parse_args(argv)
 
 
-def _environment(domain_id: int, dds: str) -> dict[str, str]:
-    os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_LOCALHOST_ONLY='1',
-                      ROS_DOMAIN_ID=str(domain_id))
-    if dds == 'xml':
-        profile = os.path.join(ROOT, 'config', 'fastdds_large_data.xml')
-        os.environ.update(FASTDDS_DEFAULT_PROFILES_FILE=profile,
-                          FASTRTPS_DEFAULT_PROFILES_FILE=profile,
-                          RMW_FASTRTPS_USE_QOS_FROM_XML='1')
-    else:
-        for name in ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
-                     'RMW_FASTRTPS_USE_QOS_FROM_XML'):
-            os.environ.pop(name, None)
+def _environment(domain_id: int, configuration: str) -> dict[str, str]:
+    """Set this process's DDS environment (its subscriber's) and return the children's."""
+    from acres_bridge.nodes import dds
+    fast_dds = dds.find_fast_dds()
+    for name in (*dds.USER_VARIABLES, 'ROS_LOCALHOST_ONLY'):
+        os.environ.pop(name, None)
+    # ROS_LOCALHOST_ONLY on Humble only: Jazzy warns about it in every process.
+    os.environ.update(dds.local_graph_environment(fast_dds), ROS_DOMAIN_ID=str(domain_id))
+    if configuration == 'profile':
+        os.environ.update(dds.shipped_profile_environment(fast_dds))
     os.environ.setdefault('RCUTILS_LOGGING_SEVERITY_THRESHOLD', 'WARN')
     return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
 
