@@ -43,13 +43,15 @@ from rclpy.executors import Executor
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
+from acres_bridge.nodes.lockstep import DeliverySource
 from acres_bridge.nodes.lockstep import Lockstep
-from acres_bridge.nodes.lockstep import StreamDelivery
 from acres_bridge.nodes.parameters import BridgeParameters
 from acres_bridge.nodes.parameters import declare_bridge_parameters
 from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import SensorBridgeParameters
 from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.nodes.sensor_bridge import SensorBridge
+from acres_bridge.nodes.sensor_processes import SensorProcess
 from acres_bridge.nodes.shared_publishers import SharedPublishers
 from acres_bridge.nodes.sim_control import SimControlNode
 
@@ -126,6 +128,7 @@ class SessionBridge:
         self.lockstep = Lockstep(self.node, barrier_timeout_s=self.parameters.timeout_s,
                                  ack_timeout_s=self.parameters.ack_timeout_s)
         self.bridges: list[SensorBridge] = []
+        self.processes: list[SensorProcess] = []
         self._layout: SessionLayout | None = None
         self._lock = threading.Lock()
         self._destroyed = False
@@ -160,6 +163,7 @@ class SessionBridge:
     def _build_bridges(self, layout: SessionLayout) -> None:
         """Create and start one sensor bridge per agent (an executor task)."""
         several = layout.several and not self.parameters.frame_prefix
+        per_agent = self.parameters.processes_per_agent(len(layout.streams))
         with self._lock:
             if self._destroyed:
                 return
@@ -167,31 +171,61 @@ class SessionBridge:
                 settings = self.parameters.sensor(
                     port, frame_prefix=agent if several else None,
                     publish_clock=self.parameters.publish_clock and agent == layout.clock_agent)
+                if per_agent:
+                    self._start_process(agent, settings)
+                    continue
                 bridge = SensorBridge(self.node, settings, name=agent, namespace=agent,
                                       shared=self.shared)
                 self.shared.add_diagnostics(bridge.diagnostic_statuses)
                 self.bridges.append(bridge)
                 bridge.start()
         described = ', '.join(f'{agent} on port {port}' for agent, port in layout.streams)
-        self.logger.info(f'sensor streams: {described or "none (no agent has a port)"}')
+        where = 'one process per agent' if per_agent else 'in this process'
+        self.logger.info(f'sensor streams ({where}): '
+                         f'{described or "none (no agent has a port)"}')
         if self.parameters.publish_clock and layout.clock_agent not in dict(layout.streams):
             self.logger.warning(
                 f'agent 0 ({layout.clock_agent or "none in hello"}) has no sensor stream: '
                 'nothing publishes /clock')
 
-    def _streams(self) -> list[StreamDelivery]:
-        """Return the streams a step waits for (lockstep): every connected bridge."""
+    def _start_process(self, agent: str, settings: SensorBridgeParameters) -> None:
+        """Start one agent's sensor_bridge in a child process (sensor_processes per_agent)."""
+        namespace = f'{self.node.get_namespace().rstrip("/")}/{agent}'
+        process = SensorProcess(agent, namespace, settings,
+                                ack_timeout_s=self.parameters.ack_timeout_s,
+                                deadlines=self.lockstep.deadlines, owner=self.node.get_name(),
+                                log=self._log)
+        process.start()
+        self.shared.add_diagnostics(process.diagnostic_statuses)
+        self.processes.append(process)
+
+    def _log(self, level: str, text: str) -> None:
+        getattr(self.logger, level)(text)
+
+    def _streams(self) -> list[DeliverySource]:
+        """
+        Return the streams a step waits for (lockstep).
+
+        Every connected bridge of this process and every running sensor process (which answers
+        at once while its own stream is not connected).
+        """
         with self._lock:
             connected = [bridge for bridge in self.bridges if bridge.connected]
+            running = [process for process in self.processes if process.running]
         return [self.lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
-                for bridge in connected]
+                for bridge in connected] + running
 
     def destroy(self) -> None:
         """Stop every reader thread, then destroy the publishers and both nodes."""
         with self._lock:
             self._destroyed = True
             bridges, self.bridges = self.bridges, []
+            processes, self.processes = self.processes, []
         self.lockstep.destroy()
+        for process in processes:
+            process.close_channel()     # every child ends at once, then each is waited for
+        for process in processes:
+            process.stop()
         for bridge in bridges:
             bridge.destroy()
         self.control.destroy_node()

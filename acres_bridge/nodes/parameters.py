@@ -23,7 +23,8 @@ sensor_bridge       host, port (5601), frame_prefix, publish_clock, publish_tf, 
 sim_control         host, port (5600), timeout_s, reconnect_s
 acres_bridge        host, port (5600, the control channel), sensor_ports, timeout_s,
                     ack_timeout_s, reconnect_s, frame_prefix, publish_clock, publish_tf,
-                    world_frame, point_fields, lidar_sweep_s, point_time_origin
+                    world_frame, point_fields, lidar_sweep_s, point_time_origin,
+                    sensor_processes
 lidar_recorder      points_topic, odometry_topic, fix_topic, set, sequence, split, root,
                     existing, commit_interval_s
 ==================  =========================================================================
@@ -62,6 +63,7 @@ from acres_bridge.protocol.sockets import require_loopback
 PUBLISH_TF_CHOICES = ('none', 'ins', 'truth')
 POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt')
 POINT_TIME_ORIGIN_CHOICES = ('end', 'start')
+SENSOR_PROCESSES_CHOICES = ('auto', 'in_process', 'per_agent')
 LIDAR_SWEEP_RANGE_S = (-1.0, 10.0)
 PORT_RANGE = (1, 65535)
 RECONNECT_RANGE_S = (0.01, 3600.0)
@@ -165,6 +167,12 @@ ACK_TIMEOUT_S = ParameterSpec(
     'every reliable reader to acknowledge every message of it, s. A reader still silent then '
     'is named in /diagnostics and the log, and the step answers (successfully, saying what was '
     'late).', float_range=TIMEOUT_RANGE_S)
+SENSOR_PROCESSES = ParameterSpec(
+    'sensor_processes', 'auto', _T.STRING,
+    'Where the sensor streams run: in_process (every agent in the session\'s process, one '
+    'GIL), per_agent (one child process per agent, a sensor_bridge node in the agent\'s '
+    'namespace; lockstep still waits for every agent), or auto (in_process for one agent, '
+    'per_agent for several; see docs/benchmarks.md).', choices=SENSOR_PROCESSES_CHOICES)
 
 SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF,
                             WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S, POINT_TIME_ORIGIN,
@@ -172,7 +180,7 @@ SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBL
 SIM_CONTROL_PARAMETERS = (HOST, CONTROL_PORT, TIMEOUT_S, RECONNECT_S)
 BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, ACK_TIMEOUT_S, RECONNECT_S,
                      FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS,
-                     LIDAR_SWEEP_S, POINT_TIME_ORIGIN)
+                     LIDAR_SWEEP_S, POINT_TIME_ORIGIN, SENSOR_PROCESSES)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -231,6 +239,13 @@ class BridgeParameters:
     point_fields: str = 'xyzi'
     lidar_sweep_s: float = -1.0
     point_time_origin: str = 'end'
+    sensor_processes: str = 'auto'
+
+    def processes_per_agent(self, streams: int) -> bool:
+        """Whether a session of ``streams`` sensor streams runs each in a process of its own."""
+        if self.sensor_processes == 'auto':
+            return streams > 1
+        return self.sensor_processes == 'per_agent'
 
     def control(self) -> SimControlParameters:
         """Return the settings of the control channel."""

@@ -1,0 +1,397 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+One agent's sensor stream in a process of its own, for a session split over processes.
+
+With ``sensor_processes`` ``per_agent`` the ``acres_bridge`` executable keeps sim_control and
+lockstep, and starts one child per agent (``python -m acres_bridge.nodes.sensor_processes``):
+a ``sensor_bridge`` node in the agent's namespace (``/polaris/sensor_bridge``), with its own
+rclpy context, DDS participant, ``/diagnostics`` publisher and GIL.
+
+:class:`SensorProcess` is the parent's handle and the session's lockstep
+:class:`~acres_bridge.nodes.lockstep.DeliverySource` for that agent. It asks the child
+"barrier N published and acknowledged" over a Unix socket pair (one end passed to the child),
+in JSON lines; the child answers with its own :class:`~acres_bridge.nodes.lockstep.Lockstep`,
+so the acknowledgement wait covers its own writers:
+
+    parent -> child   {"id": 7, "step": 120, "timeout_s": 10.0}
+    child -> parent   {"id": 7, "ack_wait_s": 0.025, "late": {"/polaris/lidar/points": [...]}}
+                      {"id": 7, "barrier_timeout": true}     {"id": 7, "error": "..."}
+
+A child whose stream is not connected answers at once with no wait, as a disconnected stream
+of one process is left out of a step.
+
+A child never outlives its parent: it ends when the channel closes, which the kernel does when
+the parent exits in any way (Ctrl-C, SIGTERM, an exception, SIGKILL), and on its own SIGINT or
+SIGTERM (a terminal's Ctrl-C reaches the whole process group). The parent ends its children
+in :meth:`SensorProcess.stop`: it closes the channel, waits, then sends SIGTERM and SIGKILL.
+"""
+
+import argparse
+from collections.abc import Callable
+import concurrent.futures
+import dataclasses
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import KeyValue
+
+from acres_bridge.nodes.lockstep import _settle
+from acres_bridge.nodes.lockstep import BarrierTimeout
+from acres_bridge.nodes.lockstep import Deadlines
+from acres_bridge.nodes.lockstep import StreamReport
+from acres_bridge.nodes.parameters import SensorBridgeParameters
+
+MODULE = 'acres_bridge.nodes.sensor_processes'
+NODE_NAME = 'sensor_bridge'
+# Past the child's own barrier and acknowledgement time-outs, how long the parent still waits
+# for its answer before it fails the step (a child that hangs).
+CHANNEL_SLACK_S = 5.0
+STOP_TIMEOUT_S = 5.0
+MAX_LINE = 1 << 20
+
+
+def _lines(channel: socket.socket) -> Any:
+    """Yield the JSON objects of a channel until it closes; skip what is not one."""
+    reader = channel.makefile('rb')
+    try:
+        while line := reader.readline(MAX_LINE):
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                yield message
+    except OSError:
+        return
+    finally:
+        reader.close()
+
+
+class _Writer:
+    """Send JSON lines on a channel from any thread; a closed channel is ignored."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        self._channel = channel
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> bool:
+        data = (json.dumps(message) + '\n').encode()
+        with self._lock:
+            try:
+                self._channel.sendall(data)
+            except OSError:
+                return False
+        return True
+
+
+# --- the parent's side ---------------------------------------------------------------------
+
+
+class SensorProcess:
+    """
+    One agent's sensor_bridge in a child process: start, lockstep source, diagnostics, stop.
+
+    :param name: the agent (the stream's name in lockstep and diagnostics).
+    :param namespace: the child node's full namespace (``/polaris``).
+    :param settings: the stream's settings, given to the child node as parameters.
+    :param ack_timeout_s: the child's acknowledgement time-out after each barrier.
+    :param deadlines: the session lockstep's deadlines (bounds the child's answer).
+    :param owner: the parent node's name, the first word of the diagnostic status.
+    :param log: logs one line at a level (``'info'``, ``'warning'``, ``'error'``).
+    """
+
+    def __init__(self, name: str, namespace: str, settings: SensorBridgeParameters, *,
+                 ack_timeout_s: float, deadlines: Deadlines, owner: str,
+                 log: Callable[[str, str], None]) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.settings = settings
+        self.ack_timeout_s = ack_timeout_s
+        self._deadlines = deadlines
+        self._owner = owner
+        self._log = log
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[concurrent.futures.Future, int, float]] = {}
+        self._ids = itertools.count(1)
+        self._stopping = False
+        self._ended = threading.Event()
+        self._requests = 0
+        self._answers = 0
+        self.process: subprocess.Popen | None = None
+        self._channel: socket.socket | None = None
+        self._writer: _Writer | None = None
+        self._reader: threading.Thread | None = None
+
+    def argv(self, channel_fd: int) -> list[str]:
+        """Return the child's command line."""
+        values = dataclasses.asdict(self.settings)
+        values.pop('address')
+        return [sys.executable, '-m', MODULE, '--channel', str(channel_fd),
+                '--name', self.name, '--namespace', self.namespace,
+                '--ack-timeout-s', repr(self.ack_timeout_s),
+                '--parameters', json.dumps(values)]
+
+    def start(self) -> None:
+        """Start the child; its output goes where the parent's goes."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.process = subprocess.Popen(self.argv(theirs.fileno()),
+                                            pass_fds=(theirs.fileno(),),
+                                            stdin=subprocess.DEVNULL)
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._channel = ours
+        self._writer = _Writer(ours)
+        self._reader = threading.Thread(target=self._read, name=f'sensor-process:{self.name}',
+                                        daemon=True)
+        self._reader.start()
+        self._log('info', f'sensor stream {self.name}: process {self.process.pid} '
+                          f'({self.namespace}/{NODE_NAME}) on port {self.settings.port}')
+
+    @property
+    def running(self) -> bool:
+        """Whether the child is running and its channel open."""
+        return self.process is not None and not self._ended.is_set()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    # --- lockstep -------------------------------------------------------------------------
+
+    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+        """Ask the child for the :class:`StreamReport` of ``step`` (a DeliverySource)."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        with self._lock:
+            request = next(self._ids)
+            self._pending[request] = (future, step, barrier_timeout_s)
+            self._requests += 1
+        future.add_done_callback(lambda _: self._forget(request))
+        if not self.running or not self._writer.send(
+                {'id': request, 'step': step, 'timeout_s': barrier_timeout_s}):
+            _settle(future, error=self._ended_error())
+            return future
+        limit_s = barrier_timeout_s + self.ack_timeout_s + CHANNEL_SLACK_S
+
+        def expired() -> BaseException:
+            return TimeoutError(f'the sensor process of {self.name} did not answer for step '
+                                f'{step} within {limit_s:g} s')
+        self._deadlines.fail_after(future, limit_s, expired)
+        return future
+
+    def _forget(self, request: int) -> None:
+        with self._lock:
+            self._pending.pop(request, None)
+
+    def _ended_error(self) -> RuntimeError:
+        code = self.process.poll() if self.process is not None else None
+        return RuntimeError(f'the sensor process of {self.name} has ended (exit code {code})')
+
+    def _read(self) -> None:
+        for message in _lines(self._channel):
+            with self._lock:
+                entry = self._pending.get(message.get('id'))
+                self._answers += 1
+            if entry is None:
+                continue        # answered too late: the step was failed or cancelled
+            future, step, timeout_s = entry
+            if message.get('barrier_timeout'):
+                _settle(future, error=BarrierTimeout(self.name, step, timeout_s))
+            elif 'error' in message:
+                _settle(future, error=RuntimeError(
+                    f'the sensor process of {self.name}: {message["error"]}'))
+            else:
+                late = message.get('late') or {}
+                _settle(future, StreamReport(
+                    self.name, step, float(message.get('ack_wait_s', 0.0)),
+                    {str(topic): tuple(readers) for topic, readers in late.items()}))
+        self._ended.set()
+        with self._lock:
+            pending = [future for future, _, _ in self._pending.values()]
+            stopping = self._stopping
+        for future in pending:
+            _settle(future, error=self._ended_error())
+        if not stopping:
+            try:
+                code = self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                code = None
+            self._log('error', f'sensor stream {self.name}: its process {self.pid} ended '
+                               f'(exit code {code}); its topics are not published until the '
+                               'session restarts')
+
+    # --- diagnostics and the end ------------------------------------------------------------
+
+    def diagnostic_statuses(self) -> list[DiagnosticStatus]:
+        """Return the status of the child process (the child publishes its stream's own)."""
+        code = self.process.poll() if self.process is not None else None
+        with self._lock:
+            values = {'pid': self.pid, 'node': f'{self.namespace}/{NODE_NAME}',
+                      'running': self.running, 'exit_code': code,
+                      'lockstep_requests': self._requests, 'lockstep_answers': self._answers}
+        if self.running:
+            level, message = DiagnosticStatus.OK, f'running as process {self.pid}'
+        else:
+            level, message = DiagnosticStatus.ERROR, f'ended with exit code {code}'
+        return [DiagnosticStatus(
+            level=level, name=f'{self._owner}: {self.name} sensor process', message=message,
+            hardware_id=f'{self.settings.address}:{self.settings.port}',
+            values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])]
+
+    def close_channel(self) -> None:
+        """Tell the child to end (it ends when the channel closes); no wait."""
+        with self._lock:
+            self._stopping = True
+        if self._channel is not None:
+            try:
+                self._channel.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """End the child: close the channel, wait, then SIGTERM and SIGKILL; the exit code."""
+        self.close_channel()
+        process = self.process
+        code = None
+        if process is not None:
+            for escalate in (None, signal.SIGTERM, signal.SIGKILL):
+                if escalate is not None:
+                    self._log('warning', f'sensor stream {self.name}: process {process.pid} '
+                                         f'did not end in {timeout_s:g} s, sending '
+                                         f'{escalate.name}')
+                    process.send_signal(escalate)
+                try:
+                    code = process.wait(timeout_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if self._reader is not None:
+            self._reader.join(timeout_s)
+        if self._channel is not None:
+            self._channel.close()
+        return code
+
+
+# --- the child's side ----------------------------------------------------------------------
+
+
+class _ChildChannel:
+    """The child's end: answers the parent's lockstep questions, ends the process at EOF."""
+
+    def __init__(self, channel: socket.socket, node: Any, ack_timeout_s: float) -> None:
+        from acres_bridge.nodes.lockstep import Lockstep
+        self._channel = channel
+        self._node = node
+        self._writer = _Writer(channel)
+        self._lockstep = Lockstep(node, barrier_timeout_s=1.0, ack_timeout_s=ack_timeout_s)
+        self._closing = False
+        self._thread = threading.Thread(target=self._read, name='sensor-process-channel',
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _read(self) -> None:
+        for message in _lines(self._channel):
+            step, timeout_s = message.get('step'), message.get('timeout_s')
+            if isinstance(step, int) and isinstance(timeout_s, (int, float)):
+                self._answer(message.get('id'), step, float(timeout_s))
+        if not self._closing:
+            # The parent closed the channel or is gone: this process ends with it.
+            self._node.context.try_shutdown()
+
+    def _answer(self, request: Any, step: int, timeout_s: float) -> None:
+        bridge = self._node.bridge
+        if bridge is None or not bridge.connected:
+            self._writer.send({'id': request, 'ack_wait_s': 0.0, 'late': {}})
+            return
+        delivery = self._lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
+        future = delivery.delivered(step, timeout_s)
+
+        def done(future: concurrent.futures.Future) -> None:
+            if future.cancelled():
+                return
+            error = future.exception()
+            if isinstance(error, BarrierTimeout):
+                self._writer.send({'id': request, 'barrier_timeout': True})
+            elif error is not None:
+                self._writer.send({'id': request, 'error': f'{type(error).__name__}: {error}'})
+            else:
+                report: StreamReport = future.result()
+                self._writer.send({'id': request, 'ack_wait_s': report.ack_wait_s,
+                                   'late': {topic: list(readers)
+                                            for topic, readers in report.late.items()}})
+        future.add_done_callback(done)
+
+    def close(self) -> None:
+        self._closing = True
+        self._lockstep.destroy()
+        try:
+            self._channel.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._thread.join(STOP_TIMEOUT_S)
+        self._channel.close()
+
+
+def child_main(argv: list[str] | None = None) -> int:
+    """Run one agent's sensor_bridge for a parent session until the channel closes."""
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from acres_bridge.nodes.process import run_until_shutdown
+    from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+
+    parser = argparse.ArgumentParser(prog=MODULE, description=__doc__.split('\n\n')[0])
+    parser.add_argument('--channel', type=int, required=True)
+    parser.add_argument('--name', required=True)
+    parser.add_argument('--namespace', required=True)
+    parser.add_argument('--ack-timeout-s', type=float, required=True)
+    parser.add_argument('--parameters', type=json.loads, required=True)
+    args, ros_arguments = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    channel = socket.socket(fileno=args.channel)
+    os.set_inheritable(channel.fileno(), False)
+
+    def build(executor: Any) -> Callable[[], None]:
+        overrides = [Parameter(name, value=value) for name, value in args.parameters.items()]
+        node = SensorBridgeNode(NODE_NAME, namespace=args.namespace,
+                                parameter_overrides=overrides)
+        executor.add_node(node)
+        served = _ChildChannel(channel, node, args.ack_timeout_s)
+        served.start()
+
+        def destroy() -> None:
+            served.close()
+            node.destroy_node()
+        return destroy
+
+    return run_until_shutdown(f'sensor_bridge {args.name}', SingleThreadedExecutor, build,
+                              [MODULE, *ros_arguments])
+
+
+if __name__ == '__main__':
+    sys.exit(child_main())
