@@ -39,9 +39,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from acres_bridge.emulator.server import Emulator  # noqa: E402
+from acres_bridge.protocol.frames import frame_name  # noqa: E402
 
 HEADER = struct.Struct('<4sHHIIdd')
-NAMES = {1: 'hello', 2: 'clock', 3: 'ins', 4: 'lidar', 5: 'camera', 6: 'barrier'}
 
 
 def read_stream(port: int, cpu: int | None) -> None:
@@ -74,7 +74,7 @@ def read_stream(port: int, cpu: int | None) -> None:
             view = memoryview(buffer)
         if not read_into(size):
             break
-        entry = counts.setdefault(NAMES.get(kind, str(kind)), [0, 0, 0.0])
+        entry = counts.setdefault(frame_name(kind), [0, 0, 0.0])
         entry[0] += 1
         entry[1] += size + 32
         entry[2] = max(entry[2], time.monotonic() - publish_s)

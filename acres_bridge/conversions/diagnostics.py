@@ -48,9 +48,10 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 from std_msgs.msg import Header
 
+from acres_bridge.protocol.frames import FRAME_NAMES
 from acres_bridge.protocol.frames import Hello
 
-FRAME_TYPES = ('hello', 'clock', 'ins', 'lidar', 'camera', 'barrier')
+FRAME_TYPES = tuple(FRAME_NAMES.values())
 CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'idle_s', 'last_frame',
                    'connections', 'reconnects',
                    'connect_failures', 'disconnects', 'bad_frames', 'last_bad_frame',

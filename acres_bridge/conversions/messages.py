@@ -27,9 +27,11 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
 import importlib
-import math
 import re
 from typing import Any
+
+from acres_bridge.protocol.lines import is_int
+from acres_bridge.protocol.lines import is_number
 
 Reply = Mapping[str, Any]
 
@@ -154,17 +156,6 @@ def convert_value(value: Any, type_name: str, key: str, nested: type | None = No
 
 
 # --- value checks ----------------------------------------------------------------------------
-
-def is_int(value: Any) -> bool:
-    """Return whether a JSON value is an integer (not a bool)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    """Return whether a JSON value is a finite number (not a bool)."""
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
 
 def string_value(value: Any, key: str) -> str:
     """Return a JSON string; ReplyError naming the key for anything else."""

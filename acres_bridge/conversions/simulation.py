@@ -55,13 +55,13 @@ from acres_bridge.conversions.messages import convert_value
 from acres_bridge.conversions.messages import fill_message
 from acres_bridge.conversions.messages import has_field
 from acres_bridge.conversions.messages import installed_interface
-from acres_bridge.conversions.messages import is_int
-from acres_bridge.conversions.messages import is_number
 from acres_bridge.conversions.messages import Reply
 from acres_bridge.conversions.messages import reply_objects
 from acres_bridge.conversions.messages import ReplyError
 from acres_bridge.conversions.messages import string_value
 from acres_bridge.conversions.messages import strings_value
+from acres_bridge.protocol.lines import is_int
+from acres_bridge.protocol.lines import is_number
 
 WORLD_FRAME = 'world'
 UTM_FRAME = 'utm'

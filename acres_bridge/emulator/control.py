@@ -63,6 +63,7 @@ from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.streams import serve_clients
 from acres_bridge.emulator.world import PHYSICS_HZ
 from acres_bridge.emulator.world import World
+from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import require_loopback
 
 # FEATURES and SCOPE_TIME_WARNING stay importable from here (emulator/ops.py defines them).
@@ -293,7 +294,7 @@ class ControlServer:
         sock.settimeout(_POLL_S)
         with self.world.lock:
             connection.send(self._episode_event())
-        buffer = b''
+        lines = LineSplitter()
         while not self._stop.is_set():
             try:
                 chunk = sock.recv(65536)
@@ -303,14 +304,9 @@ class ControlServer:
                 return
             if not chunk:
                 return
-            buffer += chunk
-            while True:
-                line, newline, rest = buffer.partition(b'\n')
-                if not newline:
-                    break
-                buffer = rest
+            for line in lines.feed(chunk):
                 self._handle_line(line, connection)
-            if len(buffer) > MAX_LINE_BYTES:
+            if lines.pending > MAX_LINE_BYTES:
                 connection.send(reply_line({}, None, RESULT_FAILED, 'line too long'))
                 return
 

@@ -52,6 +52,7 @@ from typing import Any
 from acres_bridge.protocol.frames import HEADER
 from acres_bridge.protocol.frames import HEADER_SIZE
 from acres_bridge.protocol.frames import MAGIC
+from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import require_loopback
 from acres_bridge.protocol.sockets import shutdown_socket
 
@@ -437,15 +438,10 @@ class FaultProxy:
     # --- the control channel ------------------------------------------------------------------
 
     def _lines(self, session: _Session, sock: socket.socket):
-        buffer = b''
+        lines = LineSplitter()
         while data := self._recv(session, sock, _CHUNK):
-            buffer += data
-            while True:
-                line, newline, rest = buffer.partition(b'\n')
-                if not newline:
-                    break
-                buffer = rest
-                yield line + newline
+            for line in lines.feed(data):
+                yield line + b'\n'
 
     def _control_up(self, session: _Session) -> None:
         for line in self._lines(session, session.client):

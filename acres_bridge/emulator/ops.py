@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING
 from acres_bridge.emulator.episode_log import EpisodeLog
 from acres_bridge.emulator.sensors.props import SPAWNABLES
 from acres_bridge.emulator.world import PHYSICS_HZ
+from acres_bridge.protocol.lines import is_int
+from acres_bridge.protocol.lines import is_number
 
 if TYPE_CHECKING:
     from acres_bridge.emulator.control import ControlServer
@@ -120,7 +122,7 @@ def op_get_state(server: 'ControlServer', request: Request, connection: Sender) 
 
 def op_set_state(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
     state = request.get('state')
-    if not _is_int(state) or not STOPPED <= state <= QUITTING:
+    if not is_int(state) or not STOPPED <= state <= QUITTING:
         raise Refusal(RESULT_FAILED, 'state must be 0, 1, 2 or 3', state=server.state)
     server.change_state(state, connection)
     return {'state': state}
@@ -129,7 +131,7 @@ def op_set_state(server: 'ControlServer', request: Request, connection: Sender) 
 def op_step(server: 'ControlServer', request: Request, connection: Sender) -> None:
     steps = request.get('steps', 1)
     progress = request.get('progress', False)
-    if not _is_int(steps) or steps < 1:
+    if not is_int(steps) or steps < 1:
         raise Refusal(RESULT_FAILED, 'steps must be an integer, 1 or more')
     if not isinstance(progress, bool):
         raise Refusal(RESULT_FAILED, 'progress must be true or false')
@@ -139,7 +141,7 @@ def op_step(server: 'ControlServer', request: Request, connection: Sender) -> No
 
 def op_reset(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
     scope = request.get('scope', SCOPE_ALL)
-    if not _is_int(scope) or not 0 <= scope <= SCOPE_ALL:
+    if not is_int(scope) or not 0 <= scope <= SCOPE_ALL:
         raise Refusal(RESULT_FAILED, 'scope must be an integer from 0 to 255')
     scope = scope or SCOPE_ALL
     restore = request.get('restore_fields', scope == SCOPE_ALL)
@@ -326,9 +328,9 @@ def op_farm_state(server: 'ControlServer', request: Request, connection: Sender)
     fields = request.get('fields')
     edge_band_m = request.get('edge_band_m', 0.0)
     if fields is not None and not (isinstance(fields, list) and all(
-            _is_int(number) for number in fields)):
+            is_int(number) for number in fields)):
         raise Refusal(RESULT_FAILED, 'fields must be a list of field numbers')
-    if not _is_number(edge_band_m) or edge_band_m < 0:
+    if not is_number(edge_band_m) or edge_band_m < 0:
         raise Refusal(RESULT_FAILED, 'edge_band_m must be a number, 0 or more')
     with server.world.lock:
         try:
@@ -340,7 +342,7 @@ def op_farm_state(server: 'ControlServer', request: Request, connection: Sender)
 def op_field_query(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
     x = request.get('x', 0.0)
     y = request.get('y', 0.0)
-    if not _is_number(x) or not _is_number(y):
+    if not is_number(x) or not is_number(y):
         raise Refusal(RESULT_FAILED, 'x and y must be numbers')
     frame = _frame(request)
     with server.world.lock:
@@ -402,17 +404,8 @@ def _write_png(path: str, render: Callable[[], bytes]) -> None:
         logger.exception('screenshot %s failed', path)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
 def _is_vector(value: Any, size: int) -> bool:
-    return isinstance(value, list) and len(value) == size and all(map(_is_number, value))
+    return isinstance(value, list) and len(value) == size and all(map(is_number, value))
 
 
 def _entity_name(request: dict[str, Any]) -> str:

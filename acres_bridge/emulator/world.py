@@ -79,6 +79,7 @@ from acres_bridge.protocol.frames import encode_lidar_payload
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import LIDAR_POINT_STEP
 from acres_bridge.protocol.frames import SUB_HEADER
+from acres_bridge.protocol.lines import is_number
 
 PHYSICS_HZ = 120
 GAME_STEP_S = float(np.float32(1.0 / PHYSICS_HZ))
@@ -662,7 +663,7 @@ class World:
             try:
                 date = clock.get('date') if isinstance(clock, dict) else None
                 hour = clock.get('hour', 12.0) if isinstance(clock, dict) else None
-                if date is None or not _is_number(hour) or not 0 <= hour < 24:
+                if date is None or not is_number(hour) or not 0 <= hour < 24:
                     raise ValueError('clock needs a date and an hour from 0 to 24')
                 datetime.date.fromisoformat(str(date))
                 self.conditions['clock'] = {'date': date, 'hour': float(hour)}
@@ -674,7 +675,7 @@ class World:
             preset = weather.get('preset') if isinstance(weather, dict) else None
             rain = weather.get('rain_mm_h', -1.0) if isinstance(weather, dict) else None
             if (not isinstance(preset, str) or preset not in _WEATHER_RAIN_MM_H
-                    or not _is_number(rain)):
+                    or not is_number(rain)):
                 errors.append('weather: preset must be one of '
                               + ', '.join(_WEATHER_RAIN_MM_H))
             else:
@@ -686,7 +687,7 @@ class World:
             wetness = soil.get('wetness') if isinstance(soil, dict) else None
             fields = soil.get('fields') if isinstance(soil, dict) else None
             try:
-                if not _is_number(wetness) or not 0 <= wetness <= 1:
+                if not is_number(wetness) or not 0 <= wetness <= 1:
                     raise ValueError('wetness must be a number from 0 to 1')
                 numbers = self._field_numbers(fields)
                 self.farm.set_wetness(numbers, float(wetness))
@@ -722,13 +723,13 @@ class World:
         normal['label'] = label
         for key in _SHIFT_NUMBERS:
             value = shift.get(key, 0.0)
-            if not _is_number(value):
+            if not is_number(value):
                 raise ValueError(f'{key} must be a number')
             normal[key] = value
         for key in _SHIFT_VECTORS:
             value = shift.get(key, [0.0, 0.0, 0.0])
             if not (isinstance(value, list) and len(value) == 3
-                    and all(_is_number(item) for item in value)):
+                    and all(is_number(item) for item in value)):
                 raise ValueError(f'{key} must be a list of 3 numbers')
             normal[key] = value
         self.shifts[agent_name] = normal
@@ -861,11 +862,6 @@ def _spawn_poses() -> list[tuple[float, float, float]]:
             poses.append((pose['position'][0], pose['position'][1],
                           geodesy.quaternion_yaw(pose.get('orientation', (0, 0, 0, 1)))))
     return poses or [(0.0, 0.0, 0.0)]
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
 
 
 def _mix64(value: int) -> int:

@@ -49,6 +49,7 @@ from typing import Any, Callable
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
+from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import describe_socket_error
 from acres_bridge.protocol.sockets import LogHandler
 from acres_bridge.protocol.sockets import ReconnectingClient
@@ -321,7 +322,7 @@ class ControlClient(ReconnectingClient):
             sock.close()
 
     def _serve(self, sock: socket.socket) -> str:
-        buffer = bytearray()
+        lines = LineSplitter()
         with selectors.DefaultSelector() as selector:
             selector.register(sock, selectors.EVENT_READ)
             selector.register(self._wake_rx, selectors.EVENT_READ)
@@ -358,13 +359,9 @@ class ControlClient(ReconnectingClient):
                         return f'receive failed: {describe_socket_error(exc)}'
                     if not data:
                         return 'peer closed'
-                    buffer += data
-                    start = 0
-                    while (end := buffer.find(b'\n', start)) >= 0:
-                        self._handle_line(bytes(buffer[start:end]))
-                        start = end + 1
-                    del buffer[:start]
-                    if len(buffer) > MAX_LINE_BYTES:
+                    for line in lines.feed(data):
+                        self._handle_line(line)
+                    if lines.pending > MAX_LINE_BYTES:
                         return f'a line longer than {MAX_LINE_BYTES} bytes'
         return 'stopped'
 
