@@ -27,6 +27,8 @@ element: 67 ms for an image instead of 0.1 ms. So the bridge builds the array wi
 import array
 from typing import Any
 
+import numpy as np
+
 
 def uint8_array(data: Any) -> array.array:
     """Return an ``array('B')`` copy of any buffer (one memcpy)."""
@@ -39,3 +41,9 @@ def keep_array_options(message_type: type) -> dict[str, Any]:
     """Return the constructor options under which ``message_type`` keeps an array as given."""
     return {'check_fields': True} if '_check_fields' in getattr(
         message_type, '__slots__', ()) else {}
+
+
+def buffer_address(data: Any) -> int:
+    """Return the address of a buffer's first byte (0 for an empty one): where it lives."""
+    view = np.frombuffer(data, np.uint8)
+    return view.ctypes.data if view.size else 0

@@ -23,6 +23,10 @@ The functions here build ``struct`` formats for that layout once (a frame id is 
 run time, so the formats are cached per frame id) and leave the packing to one
 ``Struct.pack`` per message. Padding is zero bytes; Fast CDR leaves it unset, so only the
 deserialised messages, not the bytes, equal what ``serialize_message`` gives.
+
+Clouds and images are too large to pack per message: their fields before ``data`` (the
+*prefix*) are built once per layout with :class:`Writer`, and only the stamp
+(:data:`STAMP`, at :data:`STAMP_OFFSET`) changes from one message to the next.
 """
 
 import struct
@@ -32,6 +36,10 @@ ENCAPSULATION = b'\x00\x01\x00\x00'
 HEADER_FORMAT = '<4siI'
 # The body offset after HEADER_FORMAT.
 HEADER_END = 8
+# A std_msgs/Header's stamp in a serialised message: int32 sec, uint32 nanosec, right after
+# the encapsulation.
+STAMP = struct.Struct('<iI')
+STAMP_OFFSET = len(ENCAPSULATION)
 
 
 def pad(offset: int, align: int) -> tuple[str, int]:
@@ -51,3 +59,51 @@ def string(text: str, offset: int) -> tuple[str, bytes, int]:
     data = text.encode() + b'\x00'
     packed = struct.pack('<I', len(data)) + data
     return f'{padding}{len(packed)}s', packed, offset + len(packed)
+
+
+class Writer:
+    """
+    Build a serialised message field by field: for the prefixes made once per layout.
+
+    Each field is aligned to its size from the end of the encapsulation, as rmw does.
+    """
+
+    def __init__(self) -> None:
+        self._data = bytearray(ENCAPSULATION)
+
+    @property
+    def offset(self) -> int:
+        """Return the body offset of the next field."""
+        return len(self._data) - len(ENCAPSULATION)
+
+    def value(self, code: str, value: float) -> None:
+        """Append one aligned number of a ``struct`` code (``'I'`` uint32, ``'d'`` float64)."""
+        item = struct.Struct(f'<{code}')
+        self._data += bytes(-self.offset % item.size)
+        self._data += item.pack(value)
+
+    def values(self, code: str, values: 'list[float] | tuple[float, ...]') -> None:
+        """Append numbers of one ``struct`` code: a fixed-size array."""
+        for value in values:
+            self.value(code, value)
+
+    def sequence(self, code: str, values: 'list[float] | tuple[float, ...]') -> None:
+        """Append a sequence of numbers: its uint32 length, then the numbers."""
+        self.value('I', len(values))
+        self.values(code, values)
+
+    def header(self, frame_id: str) -> None:
+        """Append a std_msgs/Header with a zero stamp: each message sets its own."""
+        self.value('i', 0)
+        self.value('I', 0)
+        self.string(frame_id)
+
+    def string(self, text: str) -> None:
+        """Append a string: its uint32 length including the NUL, the UTF-8 bytes, the NUL."""
+        data = text.encode() + b'\x00'
+        self.value('I', len(data))
+        self._data += data
+
+    def bytes(self) -> bytes:
+        """Return the message so far, the encapsulation included."""
+        return bytes(self._data)

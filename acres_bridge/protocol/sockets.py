@@ -274,12 +274,17 @@ class ReconnectingClient:
         if held is not None:
             self._log(logging.WARNING, f'{self._label}: {text % args}{_held_text(held)}')
 
-    def _call(self, which: str, callback: Callable[..., None] | None, *args: Any) -> None:
-        """Call back; count and log (at most once in 5 s) an exception instead of raising."""
+    def _call(self, which: str, callback: Callable[..., Any] | None, *args: Any) -> Any:
+        """
+        Call back and return what it returns.
+
+        An exception is counted and logged (at most once in 5 s) instead of raised; the call
+        then returns None.
+        """
         if callback is None:
-            return
+            return None
         try:
-            callback(*args)
+            return callback(*args)
         except Exception:
             with self._lock:
                 self._counts['callback_errors'] += 1

@@ -23,7 +23,9 @@ valid until the next read. Before reading a payload it checks the claimed length
 limit of its type under the current Hello (``frames.max_payload_size``), so a header can never
 make it allocate more; beyond 1 MiB the buffer grows only as fast as the payload arrives, so a
 claim within the limit that the peer does not fill costs no more than the bytes it sent.
-Frames of unknown types are read away in bounded chunks and counted.
+Frames of unknown types are read away in bounded chunks and counted. A caller may receive a
+payload into a buffer of its own (``payload_target``: the message it will publish), chosen
+once the header passed those checks.
 
 ``SensorStreamClient`` owns one reader thread, ``sensor-rx:<name>``: it connects, reads,
 calls back on that thread, and reconnects every ``reconnect_s`` after any failure (refused,
@@ -76,15 +78,22 @@ class FrameReader:
     :param max_frame_bytes: a cap on any payload, below the limits of ``max_payload_size``.
     :param on_skipped: called with the header of each frame of an unknown type, after its
         payload was read away.
+    :param payload_target: called with the header of each frame of a known type within the
+        limits, before its payload is read: a writable byte memoryview of exactly
+        ``payload_size`` bytes to receive the payload into (the decoded frame's views then
+        point into it), or None for the reader's own buffer.
     """
 
     def __init__(self, sock: socket.socket, *, stop: threading.Event | None = None,
                  max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
-                 on_skipped: Callable[[FrameHeader], None] | None = None) -> None:
+                 on_skipped: Callable[[FrameHeader], None] | None = None,
+                 payload_target: Callable[[FrameHeader], memoryview | None] | None = None
+                 ) -> None:
         self._sock = sock
         self._stop = stop if stop is not None else threading.Event()
         self._max_frame_bytes = max_frame_bytes
         self._on_skipped = on_skipped
+        self._payload_target = payload_target
         self._header = bytearray(HEADER_SIZE)
         self._header_view = memoryview(self._header)
         self._buffer = bytearray()
@@ -136,7 +145,16 @@ class FrameReader:
                 if self._on_skipped is not None:
                     self._on_skipped(header)
                 continue
-            payload = self._read_payload(size)
+            target = None if self._payload_target is None else self._payload_target(header)
+            if target is None:
+                payload = self._read_payload(size)
+            else:
+                if target.readonly or target.nbytes != size or target.format != 'B':
+                    raise ValueError(f'payload_target gave {target.nbytes} bytes (format '
+                                     f'{target.format!r}, read-only {target.readonly}) for a '
+                                     f'payload of {size}')
+                self._read_exact(target, size, boundary=False)
+                payload = target
             try:
                 frame = decode_payload(header, payload, self._hello)
             except FrameError as exc:
@@ -236,6 +254,9 @@ class SensorStreamClient(ReconnectingClient):
     :param read_timeout_s: how often a blocked read checks for ``stop()``.
     :param max_frame_bytes: a cap on any payload (see ``FrameReader``).
     :param stats_window_s: the span of the rates and latency figures of ``stats``.
+    :param payload_target: where to receive a payload (see ``FrameReader``), on the reader
+        thread; what it raises, or a view of the wrong size, is counted as a callback error
+        and the reader's own buffer is used.
     :param log: ``log(level, text)`` for each report; None: the Python logger of this module.
     :raises TransportError: for a host that is not loopback or a port out of range.
     """
@@ -249,6 +270,7 @@ class SensorStreamClient(ReconnectingClient):
                  reconnect_s: float = 1.0, connect_timeout_s: float = CONNECT_TIMEOUT_S,
                  read_timeout_s: float = READ_TIMEOUT_S,
                  max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
+                 payload_target: Callable[[FrameHeader], memoryview | None] | None = None,
                  stats_window_s: float = 5.0, log: LogHandler | None = None) -> None:
         super().__init__(host, port, name=name, thread_name=f'sensor-rx:{name}',
                          on_connection=on_connection, reconnect_s=reconnect_s,
@@ -257,6 +279,7 @@ class SensorStreamClient(ReconnectingClient):
                                    'sequence_gaps'))
         self._on_frame = on_frame
         self._on_bad_frame = on_bad_frame
+        self._payload_target = payload_target
         self._read_timeout_s = read_timeout_s
         self._max_frame_bytes = max_frame_bytes
         self._window_s = stats_window_s
@@ -344,7 +367,9 @@ class SensorStreamClient(ReconnectingClient):
 
     def _serve(self, sock: socket.socket) -> str:
         reader = FrameReader(sock, stop=self._stop, max_frame_bytes=self._max_frame_bytes,
-                             on_skipped=self._count_skipped)
+                             on_skipped=self._count_skipped,
+                             payload_target=(None if self._payload_target is None
+                                             else self._target))
         with self._lock:
             self._reader = reader
             self._connected_since = time.monotonic()
@@ -371,6 +396,19 @@ class SensorStreamClient(ReconnectingClient):
                 return str(exc)
             self._count_frame(frame.header, isinstance(frame, HelloFrame))
             self._call('on_frame', self._on_frame, frame)
+
+    def _target(self, header: FrameHeader) -> memoryview | None:
+        target = self._call('payload_target', self._payload_target, header)
+        if target is None:
+            return None
+        if (not isinstance(target, memoryview) or target.readonly
+                or target.nbytes != header.payload_size or target.format != 'B'):
+            with self._lock:
+                self._counts['callback_errors'] += 1
+            self._warn('payload_target gave %r for a payload of %d bytes', target,
+                       header.payload_size)
+            return None
+        return target
 
     def _count_frame(self, header: FrameHeader, is_hello: bool) -> None:
         received = time.monotonic()
