@@ -20,6 +20,7 @@ import numpy as np
 
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
+from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.emulator.sensors.lidar import lidar_scan
 from acres_bridge.emulator.sensors.poses import Pose
@@ -51,10 +52,17 @@ def drive(scans: int, *, seed: int = 7) -> list[tuple[float, Pose, np.ndarray]]:
 
 
 def bridge_cloud(stamp_s: float, points: np.ndarray, *, fields: str = 'xyzirt',
-                 frame_id: str = 'polaris/lidar', sequence: int = 0):
-    """Return the PointCloud2 the sensor bridge publishes for these points."""
+                 frame_id: str = 'polaris/lidar', sequence: int = 0,
+                 times: PointTimes | None = None):
+    """
+    Return the PointCloud2 the sensor bridge publishes for these points.
+
+    :param stamp_s: the cloud's stamp (for ``times`` with origin start, one sweep before the
+        frame's).
+    :param times: the xyzirt time rule (default: a sweep of one period, cw, from the end).
+    """
     columns, rings = points.shape[:2]
     header = FrameHeader(FrameType.LIDAR, 0, sequence, 16 + points.nbytes, stamp_s, stamp_s)
     frame = LidarFrame(header, columns, rings, 16, memoryview(points.tobytes()))
     return lidar_frame_to_cloud(frame, make_header(stamp_s, frame_id), fields=fields,
-                                sweep_s=PERIOD_S)
+                                times=times or PointTimes(PERIOD_S))

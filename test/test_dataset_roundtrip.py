@@ -30,6 +30,7 @@ from dataset_drive import PERIOD_S
 import numpy as np
 import pytest
 
+from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset import TopView
 from acres_bridge.dataset.calibration import lens_centres
@@ -203,3 +204,39 @@ def test_the_picture_of_a_scan_shows_its_range_image_and_top_view(tmp_path, driv
     assert np.array_equal(strip[::4, :, 0] > 0, np.isfinite(sequence.range_m(0)))
     top = picture[32 * 4 + 8:]
     assert top.shape[0] == 256 * 3 and np.count_nonzero(top.any(axis=2)) > 1000
+
+
+def test_a_ccw_bridge_stream_keeps_the_formats_firing_rule(tmp_path, drive):
+    """The bridge's ccw order lists the same clockwise sweep the other way (its time says so)."""
+    recorder = LidarRecorder(tmp_path, 'roundtrip', 'bridge-ccw')
+    index = (-np.arange(1800)) % 1800
+    for k, (stamp, _, points) in enumerate(drive[:4]):
+        mirrored = np.ascontiguousarray(points[index])      # ccw column c = cw column -c
+        cloud = bridge_cloud(stamp, mirrored, sequence=k,
+                             times=PointTimes(PERIOD_S, 'ccw', 'end'))
+        recorder.add_cloud(cloud_to_organised(cloud))
+    recorder.close()
+    sequence = LidarSet.open('roundtrip', root=tmp_path)['bridge-ccw']
+    reference = _record(tmp_path, drive[:4], fields='xyzirt', sequence='reference')['reference']
+    assert np.array_equal(sequence.range_raw(slice(None)), reference.range_raw(slice(None)))
+    calibration = sequence.calibration
+    assert calibration.firing_clockwise and calibration.first_column == 0
+    assert np.allclose(calibration.column_times_s(),
+                       (np.arange(1800) - 1799) * PERIOD_S / 1800, atol=1e-6)
+
+
+def test_a_cloud_stamped_at_the_start_of_its_sweep_gets_the_time_of_its_last_column(
+        tmp_path, drive):
+    recorder = LidarRecorder(tmp_path, 'roundtrip', 'start')
+    for k, (stamp, _, points) in enumerate(drive[:3]):
+        times = PointTimes(PERIOD_S, 'cw', 'start')
+        cloud = bridge_cloud(times.cloud_stamp_s(stamp), points, sequence=k, times=times)
+        recorder.add_cloud(cloud_to_organised(cloud))
+    recorder.close()
+    sequence = LidarSet.open('roundtrip', root=tmp_path)['start']
+    scans = sequence.scans
+    for row, (stamp, _, _) in zip(scans, drive[:3]):
+        assert row['stamp_ns'] == round((stamp - PERIOD_S) * 1e9)
+        assert row['t'] == pytest.approx(stamp, abs=1e-6)
+    assert not sequence.calibration.last_column_at_stamp
+    assert sequence.calibration.sweep_s == pytest.approx(PERIOD_S, abs=1e-6)

@@ -25,7 +25,9 @@ sensor mount, and writes them with a :class:`~acres_bridge.dataset.writer.Sequen
   source is kept as it is, a ``ccw`` one (``azimuth_order`` ccw) is mirrored, source column k
   to stored column (columns - k) mod columns, and a source whose column 0 is not ahead is
   turned. ``firing_clockwise`` and ``first_column`` in the calibration say in which order the
-  stored columns fired, so the firing rule stays true for a mirrored source.
+  stored columns fired, from the time field: a bridge stream's ccw order lists the same
+  clockwise sweep the other way, so it gets the format's rule; a sensor whose times show a
+  counter-clockwise sweep gets ``firing_clockwise`` false.
 * **Range.** The distance from the lens centre of the cell's column (0.035 m from the spin
   axis, in the column's azimuth, in the plane of the sensor's x and y) to the point, in steps
   of 2.5 mm (error at most 1.25 mm); 0 = no return, and a return beyond 163.8375 m is counted
@@ -38,7 +40,8 @@ sensor mount, and writes them with a :class:`~acres_bridge.dataset.writer.Sequen
 * **Calibration.** Each ring's elevation and azimuth offset are fitted to the data
   (:class:`~acres_bridge.dataset.calibration.BeamEstimate`); the sweep, the firing order and
   ``ring_firing_s`` come from the cloud's time field, or, without one, from the scan period
-  (one sweep per period, the source's columns in firing order).
+  (one sweep per period, the format's firing rule). A scan's ``t`` is the time of its last
+  column: the stamp, or later when the time field starts the sweep at the stamp.
 * **Body mask.** A cell that returned nearer than 1.5 m in at least 90 % of at least 10 scans.
 """
 
@@ -132,7 +135,8 @@ def firing_from_times(times: np.ndarray) -> dict[str, Any]:
     Return the firing keys of the calibration from the per-point times of a scan.
 
     :param times: seconds relative to the stamp, (rings, columns) in the stored column order.
-    :return: sweep_s, last_column_at_stamp, ring_firing_s, first_column, firing_clockwise.
+    :return: sweep_s, last_column_at_stamp, ring_firing_s, first_column, firing_clockwise, and
+        end_s: the time of the last column relative to the stamp (0 for the bridge's clouds).
     """
     rings, columns = times.shape
     with np.errstate(invalid='ignore'):
@@ -144,7 +148,8 @@ def firing_from_times(times: np.ndarray) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if not span > 1e-7:
         result.update(sweep_s=0.0, first_column=0, firing_clockwise=True,
-                      last_column_at_stamp=bool(abs(float(column_time.mean())) < 1e-6))
+                      last_column_at_stamp=bool(abs(float(column_time.mean())) < 1e-6),
+                      end_s=float(column_time.mean()))
         fitted = np.full(columns, float(column_time.mean()))
     else:
         first = int(np.argmin(column_time))
@@ -155,7 +160,7 @@ def firing_from_times(times: np.ndarray) -> dict[str, Any]:
         end = intercept + slope * (columns - 1)
         result.update(sweep_s=float(slope * columns), first_column=first,
                       firing_clockwise=bool(clockwise),
-                      last_column_at_stamp=bool(abs(end) <= abs(intercept)))
+                      last_column_at_stamp=bool(abs(end) <= abs(intercept)), end_s=float(end))
         fitted = intercept + slope * order
     with np.errstate(invalid='ignore'):
         ring = np.nanmedian(times - fitted[np.newaxis], axis=1)
@@ -296,7 +301,10 @@ class LidarRecorder:
                      'yaw_rate', 'pitch_rate', 'roll_rate'):
             row[name] = np.nan
         row['stamp_ns'] = cloud.stamp_ns
-        row['t'] = cloud.stamp_ns * 1e-9
+        # The time of a scan is the time of its last column: the stamp, unless the cloud's
+        # time field says otherwise (the start of the sweep for LIO-SAM-style clouds).
+        end_s = float((self._firing or {}).get('end_s', 0.0))
+        row['t'] = cloud.stamp_ns * 1e-9 + end_s
         row['dropped_columns'] = int(np.count_nonzero(~keep.any(axis=0)))
         row['returns'] = returns
         row['body_returns'] = body_returns
@@ -390,14 +398,14 @@ class LidarRecorder:
             self._firing = firing_from_times(times)
             self._firing_from = 'time field'
             return
-        if self._order is None or self._period_ns is None:
+        if self._period_ns is None:
             return
-        k0, sign = self._order
-        columns = self.writer.columns
+        # No time field: the format's rule (the bridge's for cw and ccw streams alike, whose
+        # ccw order only lists the same clockwise sweep the other way).
         self._firing = {
             'sweep_s': self._period_ns * 1e-9, 'last_column_at_stamp': True,
-            'ring_firing_s': [0.0] * self.writer.rings,
-            'first_column': (sign * k0) % columns, 'firing_clockwise': sign < 0}
+            'ring_firing_s': [0.0] * self.writer.rings, 'first_column': 0,
+            'firing_clockwise': True, 'end_s': 0.0}
         self._firing_from = 'scan period'
 
     def _body(self, keep: np.ndarray, distance: np.ndarray) -> int:
@@ -452,7 +460,8 @@ class LidarRecorder:
         fix_stamps = np.array([stamp for stamp, _ in fixes], dtype=np.int64)
         final = start
         for i in range(start, len(rows)):
-            stamp = int(rows[i]['stamp_ns'])
+            stamp = int(rows[i]['stamp_ns']) + round(
+                (float(rows[i]['t']) - int(rows[i]['stamp_ns']) * 1e-9) * 1e9)
             after = int(np.searchsorted(stamps, stamp, side='left'))
             value = None
             resolved = False
@@ -497,7 +506,7 @@ class LidarRecorder:
         if self.ground_truth:
             row['pose_quality'] = QUALITY_TRUTH
             return
-        stamp = int(row['stamp_ns'][0])
+        stamp = round(float(row['t'][0]) * 1e9)
         at = int(np.searchsorted(fix_stamps, stamp, side='right')) - 1 if len(fixes) else -1
         if at < 0 and len(fixes):
             at = 0
@@ -530,7 +539,7 @@ class LidarRecorder:
                     'squared range (NaN: a ring without returns)'),
                 'sweep_s, last_column_at_stamp, ring_firing_s, first_column, firing_clockwise': (
                     f'from the {self._firing_from}' + (
-                        ': one sweep per period, the source columns in firing order'
+                        ": one sweep per period, the format's firing rule"
                         if self._firing_from == 'scan period' else '')),
                 'min_range_m, max_range_m': 'the shortest and longest ranges recorded, not the '
                                             "sensor's limits",
