@@ -48,6 +48,12 @@ Two origins: ``end`` (the default) keeps the frame's stamp and gives times <= 0;
 LIO-SAM and FAST-LIO read: the header stamp is the start of the scan and ``time`` a
 non-negative offset from it) stamps the cloud one sweep earlier, ``stamp - sweep``, and gives
 times in (0, sweep]. Either way the header stamp plus ``time`` is the column's firing time.
+
+The bridge publishes clouds serialised (:class:`CloudBuffer`): the fields before ``data`` are
+built once per layout and frame id, and an xyzi frame's payload is received straight into the
+message, its 16-byte sub-header over the last 16 bytes of that prefix (rewritten after each
+frame), so the points are never copied in Python before ``bytes()``. An xyzirt message keeps
+ring and time in its buffer and takes each frame's points as one strided numpy copy.
 """
 
 import array
@@ -60,11 +66,16 @@ from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
 
+from acres_bridge.conversions import cdr
+from acres_bridge.conversions.buffers import buffer_address
 from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
+from acres_bridge.conversions.clock import stamp_to_sec_nanosec
+from acres_bridge.protocol.frames import lidar_payload_size
 from acres_bridge.protocol.frames import LIDAR_POINT_STEP
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.frames import LidarLayout
+from acres_bridge.protocol.frames import SUB_HEADER_SIZE
 
 POINT_FIELD_SETS = ('xyzi', 'xyzirt')
 AZIMUTH_ORDERS = ('cw', 'ccw')
@@ -194,11 +205,7 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
     """
     cloud_fields = point_fields(fields)
     columns, rings = frame.columns, frame.rings
-    count = columns * rings
-    points = frame.points
-    if frame.point_step != XYZI_POINT_STEP or points.nbytes != count * XYZI_POINT_STEP:
-        raise ValueError(f'a LiDAR frame of {columns} x {rings} points of 16 bytes has '
-                         f'{points.nbytes} bytes of points (point step {frame.point_step})')
+    points = _points(frame)
     if fields == 'xyzi':
         data = uint8_array(points)
         point_step = XYZI_POINT_STEP
@@ -220,6 +227,138 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
         is_dense=False, **_KEEP_ARRAY)
     cloud.data = data
     return cloud
+
+
+def _points(frame: LidarFrame) -> memoryview:
+    """Return the points of a frame after checking that they fill columns x rings x 16 bytes."""
+    points = frame.points
+    if (frame.point_step != XYZI_POINT_STEP
+            or points.nbytes != frame.columns * frame.rings * XYZI_POINT_STEP):
+        raise ValueError(f'a LiDAR frame of {frame.columns} x {frame.rings} points of 16 bytes '
+                         f'has {points.nbytes} bytes of points (point step {frame.point_step})')
+    return points
+
+
+def lidar_frame_to_cloud_cdr(frame: LidarFrame, *, frame_id: str, fields: str = 'xyzi',
+                             times: PointTimes | None = None) -> bytes:
+    """
+    Return the cloud of a LiDAR frame serialised (CDR), for ``Publisher.publish(bytes)``.
+
+    It deserialises to ``lidar_frame_to_cloud(frame, make_header(stamp, frame_id),
+    fields=fields, times=times)``, stamped with the frame's stamp, or for xyzirt with
+    ``times.cloud_stamp_s(frame's stamp)``. A buffer is made for this one cloud; the bridge
+    keeps a :class:`CloudBuffer` per stream instead.
+
+    :raises ValueError: as :func:`lidar_frame_to_cloud`, or for a stamp ``Time`` cannot hold.
+    """
+    return CloudBuffer(frame.columns, frame.rings, frame_id=frame_id, fields=fields,
+                       times=times).serialise(frame)
+
+
+class CloudBuffer:
+    """
+    A serialised cloud of one layout and frame id, in a buffer that every frame reuses.
+
+    The buffer is the whole message: the prefix (encapsulation, header, height, width, fields,
+    is_bigendian, point_step, row_step, the data length), ``data``, then ``is_dense`` false.
+    Its size is fixed when it is made; nothing grows per frame. One thread uses it at a time
+    (a stream's reader).
+
+    :param fields: ``xyzi`` or ``xyzirt``.
+    :param times: the ``time`` field of xyzirt (default ``PointTimes()``: cw, a sweep of 0, end).
+    :raises ValueError: for another field set.
+    """
+
+    def __init__(self, columns: int, rings: int, *, frame_id: str, fields: str = 'xyzi',
+                 times: PointTimes | None = None) -> None:
+        times = times if times is not None else PointTimes()
+        prefix = _cloud_prefix(columns, rings, frame_id, fields)
+        self.key = (columns, rings, frame_id, fields, times)
+        self._fields = fields
+        self._times = times
+        self._start = len(prefix)
+        self._end = self._start + columns * rings * _point_step(fields)
+        self._buffer = bytearray(self._end + 1)     # the last byte: is_dense, false
+        self._buffer[:self._start] = prefix
+        self._tail = prefix[-SUB_HEADER_SIZE:]
+        self._view = memoryview(self._buffer)
+        self._payload_size = lidar_payload_size(columns, rings)
+        if fields == 'xyzirt':
+            self._view[self._start:self._end] = _xyzirt_template(columns, rings, times)
+            self._cells = np.frombuffer(self._buffer, dtype=_XYZI_CELL,
+                                        count=columns * rings, offset=self._start)
+        self._data_address = buffer_address(self._view[self._start:])
+
+    @property
+    def nbytes(self) -> int:
+        """Return the size of the buffer: one serialised cloud."""
+        return len(self._buffer)
+
+    def payload_view(self, payload_size: int) -> memoryview | None:
+        """
+        Return where a LiDAR payload of ``payload_size`` bytes is received, or None.
+
+        xyzi only, and only for the payload size of this layout: the sub-header lands on the
+        end of the prefix (rewritten by :meth:`serialise`), the points on ``data``.
+        """
+        if self._fields != 'xyzi' or payload_size != self._payload_size:
+            return None
+        return self._view[self._start - SUB_HEADER_SIZE:self._end]
+
+    def serialise(self, frame: LidarFrame) -> bytes:
+        """
+        Return the serialised cloud of a frame of this layout (see ``lidar_frame_to_cloud_cdr``).
+
+        Points received through :meth:`payload_view` stay where they are; other frames' points
+        are copied in.
+
+        :raises ValueError: for a frame of another layout, points that do not fill it, or a
+            stamp ``Time`` cannot hold.
+        """
+        columns, rings = self.key[:2]
+        if (frame.columns, frame.rings) != (columns, rings):
+            raise ValueError(f'a LiDAR frame of {frame.columns} x {frame.rings} points in a cloud '
+                             f'of {columns} x {rings}')
+        points = _points(frame)
+        stamp_s = frame.header.stamp_s
+        if self._fields == 'xyzirt':
+            stamp_s = self._times.cloud_stamp_s(stamp_s)
+            sec, nanosec = stamp_to_sec_nanosec(stamp_s)
+            self._cells['xyzi'] = np.frombuffer(points, dtype=_XYZI_ITEM)
+        else:
+            sec, nanosec = stamp_to_sec_nanosec(stamp_s)
+            if points.nbytes and buffer_address(points) == self._data_address:
+                self._view[self._start - SUB_HEADER_SIZE:self._start] = self._tail
+            else:
+                self._view[self._start:self._end] = points
+        cdr.STAMP.pack_into(self._buffer, cdr.STAMP_OFFSET, sec, nanosec)
+        return bytes(self._buffer)
+
+
+def _point_step(fields: str) -> int:
+    return XYZI_POINT_STEP if _field_layout(fields) is _XYZI else XYZIRT_POINT_STEP
+
+
+@functools.lru_cache(maxsize=16)
+def _cloud_prefix(columns: int, rings: int, frame_id: str, fields: str) -> bytes:
+    """Return a serialised cloud up to its data (the stamp zero, the data length included)."""
+    layout = _field_layout(fields)
+    point_step = _point_step(fields)
+    writer = cdr.Writer()
+    writer.header(frame_id)
+    writer.value('I', columns)
+    writer.value('I', rings)
+    writer.value('I', len(layout))
+    for name, offset, datatype in layout:
+        writer.string(name)
+        writer.value('I', offset)
+        writer.value('B', datatype)
+        writer.value('I', 1)
+    writer.value('B', 0)                                # is_bigendian
+    writer.value('I', point_step)
+    writer.value('I', point_step * rings)
+    writer.value('I', columns * rings * point_step)     # the length of data
+    return writer.bytes()
 
 
 def cloud_to_array(cloud: PointCloud2) -> np.ndarray:

@@ -54,16 +54,15 @@ from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
 from std_msgs.msg import Header
 
-from acres_bridge.conversions.camera import camera_frame_to_image
-from acres_bridge.conversions.camera import camera_info_from_hello
+from acres_bridge.conversions.camera import camera_info_cdr
 from acres_bridge.conversions.clock import clock_frame_to_cdr
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.diagnostics import FRAME_TYPES
 from acres_bridge.conversions.diagnostics import stream_stats_to_status
 from acres_bridge.conversions.ins import ins_frame_to_cdr
 from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
-from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.lidar import PointTimes
+from acres_bridge.conversions.pool import MessagePool
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.nodes.lockstep import BarrierTracker
@@ -183,8 +182,13 @@ class SensorBridge:
             'hello': self._publish_hello, 'clock': self._publish_clock,
             'ins': self._publish_ins, 'lidar': self._publish_lidar,
             'camera': self._publish_camera, 'barrier': self._publish_barrier}
+        # Clouds and images go out serialised from buffers of a fixed size, which the reader
+        # receives their payloads into (conversions/pool.py).
+        self._pool = MessagePool(parameters.point_fields)
+        self._configure_pool()
         self._client = SensorStreamClient(
             parameters.address, parameters.port, name=self.name, on_frame=self._handle_frame,
+            payload_target=self._pool.payload_target,
             reconnect_s=parameters.reconnect_s, log=protocol_log(self._logger))
 
     def _topic(self, name: str) -> str:
@@ -309,6 +313,7 @@ class SensorBridge:
         prefix = self.parameters.frame_prefix
         self._layout = _Layout(hello, AgentFrames.of(hello, prefix),
                                self._point_times(hello.lidar))
+        self._configure_pool()
         transforms = hello_to_static_transforms(
             hello, stamp_to_time(frame.header.stamp_s), frame_prefix=prefix)
         key = _transform_key(transforms)
@@ -341,26 +346,24 @@ class SensorBridge:
                 ground_truth=self.parameters.publish_tf != 'ins'))
 
     def _publish_lidar(self, frame: LidarFrame) -> None:
-        layout = self._layout
-        stamp_s = frame.header.stamp_s
-        if self.parameters.point_fields == 'xyzirt':
-            stamp_s = layout.times.cloud_stamp_s(stamp_s)
-        header = Header(stamp=stamp_to_time(stamp_s), frame_id=layout.frames.lidar)
-        self._cloud.publish(lidar_frame_to_cloud(
-            frame, header, fields=self.parameters.point_fields, times=layout.times))
+        self._cloud.publish(self._pool.cloud(frame))
 
     def _point_times(self, lidar: LidarLayout | None) -> PointTimes:
         return PointTimes.of(lidar, sweep_s=self.parameters.lidar_sweep_s,
                              origin=self.parameters.point_time_origin)
 
-    def _publish_camera(self, frame: CameraFrame) -> None:
+    def _configure_pool(self) -> None:
         layout = self._layout
-        header = Header(stamp=stamp_to_time(frame.header.stamp_s),
-                        frame_id=layout.frames.camera_optical)
-        self._image.publish(camera_frame_to_image(frame, header))
-        hello = layout.hello
-        if hello is not None:
-            self._camera_info.publish(camera_info_from_hello(hello, header))
+        self._pool.configure(layout.hello, lidar_frame_id=layout.frames.lidar,
+                             camera_frame_id=layout.frames.camera_optical, times=layout.times)
+
+    def _publish_camera(self, frame: CameraFrame) -> None:
+        self._image.publish(self._pool.image(frame))
+        layout = self._layout
+        if layout.hello is not None:
+            self._camera_info.publish(camera_info_cdr(
+                layout.hello, frame_id=layout.frames.camera_optical,
+                stamp_s=frame.header.stamp_s))
 
     def _publish_barrier(self, frame: BarrierFrame) -> None:
         stamp_s = frame.header.stamp_s
