@@ -1,0 +1,51 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""``tools/demo --record-dataset DIR``: the demo records each vehicle into DIR/demo."""
+
+import os
+from pathlib import Path
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from acres_bridge.dataset import LidarSet
+
+pytestmark = pytest.mark.ros
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_demo_records_a_data_set_and_says_where(tmp_path: Path) -> None:
+    data = tmp_path / 'data'
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    done = subprocess.run(
+        [sys.executable, str(ROOT / 'tools' / 'demo.py'), '--duration', '12',
+         '--out', str(tmp_path / 'out'), '--domain-id', str(40 + os.getpid() % 10),
+         '--record-dataset', str(data), '--picture-period', '1', '--print-period', '5'],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    said = re.findall(r'demo: data set sequence (\S+): (\d+) scans', done.stdout)
+    assert len(said) == 1, done.stdout[-2000:]
+    folder, scans = Path(said[0][0]), int(said[0][1])
+    assert folder.parent == data / 'demo' and folder.name.endswith('-polaris')
+    sequence = LidarSet.open('demo', root=data)[folder.name]
+    assert len(sequence) == scans > 20
+    assert np.all(np.diff(sequence.scans['source_index'].astype(np.int64)) > 0)
+    assert np.isfinite(sequence.scans['east'][:-1]).all()
+    assert sequence.calibration.mount_xyz_m is not None
+    log = (tmp_path / 'out' / 'recorder.log').read_text()
+    assert f'{scans} scans in {folder}' in log
