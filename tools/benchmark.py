@@ -81,6 +81,7 @@ DEFAULT_CONFIGS = ('stock', 'profile')
 DEFAULT_DRIVES = ('play', 'lockstep')
 LOCKSTEP_STEPS = 12
 DISTRO_PREFIXES = {'kilted': '.venv', 'jazzy': '.venv-jazzy'}
+WHEELS_BOOTSTRAPPED = '_ROS_WHEELS_BOOTSTRAP_COMPLETE'
 DEFAULT_DOMAIN_ID = 42
 START_TIMEOUT_S = 60.0
 SUBSCRIBER_DEPTH = 1000
@@ -596,7 +597,8 @@ def _bridge_argv(port: int, command: str | None = None, prefix: str = sys.prefix
                    '-p', 'host:=127.0.0.1']
 
 
-def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None) -> dict[str, str]:
+def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None,
+            prefix: str = sys.prefix) -> dict[str, str]:
     """
     Return the environment of every process of one run: a local-only graph of its own.
 
@@ -605,6 +607,10 @@ def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None) -> dict[s
     """
     env = {name: value for name, value in os.environ.items()
            if name not in dds.USER_VARIABLES and name != 'ROS_LOCALHOST_ONLY'}
+    if prefix != sys.prefix and env.pop(WHEELS_BOOTSTRAPPED, None):
+        # The PyPI wheels' Python sets LD_LIBRARY_PATH to its own prefix and re-executes
+        # itself once; a child of another prefix must do that again for its own.
+        env.pop('LD_LIBRARY_PATH', None)
     env.update(dds.local_graph_environment(fast_dds))
     env.update(ROS_DOMAIN_ID=str(domain_id), RCUTILS_LOGGING_SEVERITY_THRESHOLD='WARN',
                PYTHONUNBUFFERED='1')
@@ -723,7 +729,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     from acres_bridge.protocol.control import ControlClient
     tag = run_tag(mode, config, drive, rate)
     fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
-    env = dds_env(config, domain_id, fast_dds)
+    env = dds_env(config, domain_id, fast_dds, prefix)
     me = [prefix_python(prefix), os.path.abspath(__file__)]
     sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
