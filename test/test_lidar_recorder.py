@@ -21,6 +21,7 @@ test's Context; a tap keeps the frames the bridge decoded, so every stored scan 
 with the simulator's own points. Waits are on conditions with time-outs.
 """
 
+from dataset_drive import bridge_cloud
 from emulator_probe import JsonChannel
 import numpy as np
 import pytest
@@ -28,7 +29,10 @@ from rclpy.parameter import Parameter
 from sensor_bridge_graph import FrameTap
 from sensor_bridge_graph import wait_matched
 from sensor_bridge_graph import wait_until
+from sensor_msgs.msg import PointCloud2
+from sensor_msgs.msg import PointField
 
+from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset.calibration import lens_centres
 from acres_bridge.dataset.format import QUALITY_RTK
@@ -154,3 +158,29 @@ def test_bad_parameters_and_an_existing_sequence_stop_the_node(ros_context, tmp_
     with pytest.raises(ParameterError, match='exists'):
         _recorder(ros_context, tmp_path, sequence='taken', existing='refuse')
     assert (folder / 'meta.json').read_text() == '{}'
+
+
+def test_a_cloud_that_is_not_organised_is_skipped_and_recording_goes_on(session, tmp_path):
+    tap, channel, bridge, add = session
+    recorder = add(_recorder(bridge.context, tmp_path, set='graph', sequence='skip',
+                             points_topic='/test/points'))
+    publisher = bridge.create_publisher(PointCloud2, '/test/points', 10)
+    wait_until(lambda: publisher.get_subscription_count() == 1, TIMEOUT_S, 'the recorder')
+    flat = PointCloud2(height=1, width=4, point_step=16, row_step=64, is_dense=False,
+                       fields=[PointField(name=n, offset=4 * i, datatype=7, count=1)
+                               for i, n in enumerate('xyz')])
+    flat.data = bytes(64)
+    publisher.publish(flat)
+    wait_until(lambda: recorder.skipped == 1, TIMEOUT_S, 'the flat cloud skipped')
+    assert recorder.failed is None and recorder.scans == 0
+    _step(channel, 1)
+    tap.wait(lambda t: t.of(LidarFrame), what='a LiDAR frame')
+    frame = tap.of(LidarFrame)[-1]
+    points = np.frombuffer(frame.points, '<f4').reshape(frame.columns, frame.rings, 4)
+    cloud = bridge_cloud(frame.header.stamp_s, points.copy(), fields='xyzi', frame_id='lidar')
+    assert cloud_to_array(cloud).shape == (1800, 32)
+    publisher.publish(cloud)
+    wait_until(lambda: recorder.scans == 1, TIMEOUT_S, 'the organised cloud recorded')
+    recorder.close()
+    assert len(LidarSet.open('graph', root=tmp_path)['skip']) == 1
+    bridge.destroy_publisher(publisher)

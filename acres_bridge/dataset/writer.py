@@ -179,6 +179,11 @@ class SequenceWriter:
         return self._committed
 
     @property
+    def failed(self) -> bool:
+        """Whether a write failed: nothing more is written."""
+        return self._error is not None
+
+    @property
     def full(self) -> bool:
         """Whether the open shard holds 256 scans: the next :meth:`commit` closes it."""
         return self._filled == SHARD_SCANS

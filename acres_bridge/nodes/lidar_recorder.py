@@ -136,20 +136,29 @@ class LidarRecorderNode(Node):
             return
         try:
             cloud = cloud_to_organised(message)
-            with self._lock:
-                if self._frame_id != cloud.frame_id:
-                    self._frame_id = cloud.frame_id
-                    self._update_mount()
-                self.recorder.add_cloud(cloud)
         except DatasetError as exc:
-            self.skipped += 1
-            if self.recorder.writer is None or 'writing' in str(exc):
-                # Nothing can be recorded (an existing sequence of another shape, a full disk).
-                self.failed = str(exc)
-                self.get_logger().error(f'not recording: {exc}')
-            else:
-                self.get_logger().warning(f'scan skipped ({self.skipped} so far): {exc}',
-                                          throttle_duration_sec=LOG_INTERVAL_S)
+            self._skip(exc)
+            return
+        with self._lock:
+            if self._frame_id != cloud.frame_id:
+                self._frame_id = cloud.frame_id
+                self._update_mount()
+            try:
+                self.recorder.add_cloud(cloud)
+            except DatasetError as exc:
+                if self.recorder.writer is None or self.recorder.writer.failed:
+                    # Nothing can be recorded: an existing sequence of another shape, a full
+                    # disk. One line, then the clouds are only counted.
+                    self.failed = str(exc)
+                    self.skipped += 1
+                    self.get_logger().error(f'not recording: {exc}')
+                else:
+                    self._skip(exc)
+
+    def _skip(self, exc: Exception) -> None:
+        self.skipped += 1
+        self.get_logger().warning(f'cloud skipped ({self.skipped} so far): {exc}',
+                                  throttle_duration_sec=LOG_INTERVAL_S)
 
     def _on_odometry(self, message: Odometry) -> None:
         with self._lock:
