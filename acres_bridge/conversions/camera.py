@@ -39,7 +39,6 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Header
 
 from acres_bridge.conversions import cdr
-from acres_bridge.conversions.buffers import buffer_address
 from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.conversions.clock import stamp_to_sec_nanosec
@@ -102,19 +101,12 @@ class ImageBuffer:
                  encoding: str = 'bgr8') -> None:
         prefix = _image_prefix(width, height, row_step, frame_id, encoding)
         self.key = (width, height, row_step, frame_id, encoding)
-        self._start = len(prefix)
-        self._end = self._start + height * row_step
-        self._buffer = bytearray(self._end)
-        self._buffer[:self._start] = prefix
-        self._tail = prefix[-SUB_HEADER_SIZE:]
-        self._view = memoryview(self._buffer)
-        self._payload_size = SUB_HEADER_SIZE + height * row_step
-        self._data_address = buffer_address(self._view[self._start:])
+        self._message = cdr.MessageBuffer(prefix, height * row_step, head_size=SUB_HEADER_SIZE)
 
     @property
     def nbytes(self) -> int:
         """Return the size of the buffer: one serialised image."""
-        return len(self._buffer)
+        return self._message.nbytes
 
     def payload_view(self, payload_size: int) -> memoryview | None:
         """
@@ -123,9 +115,7 @@ class ImageBuffer:
         Only for the payload size of this layout: the sub-header lands on the end of the
         prefix (rewritten by :meth:`serialise`), the pixels on ``data``.
         """
-        if payload_size != self._payload_size:
-            return None
-        return self._view[self._start - SUB_HEADER_SIZE:self._end]
+        return self._message.payload_view(payload_size)
 
     def serialise(self, frame: CameraFrame) -> bytes:
         """
@@ -145,12 +135,8 @@ class ImageBuffer:
                              f'{height} (row step {row_step}, {self.key[4]})')
         pixels = _pixels(frame)
         sec, nanosec = stamp_to_sec_nanosec(frame.header.stamp_s)
-        if pixels.nbytes and buffer_address(pixels) == self._data_address:
-            self._view[self._start - SUB_HEADER_SIZE:self._start] = self._tail
-        else:
-            self._view[self._start:self._end] = pixels
-        cdr.STAMP.pack_into(self._buffer, cdr.STAMP_OFFSET, sec, nanosec)
-        return bytes(self._buffer)
+        self._message.put(pixels)
+        return self._message.message(sec, nanosec)
 
 
 @functools.lru_cache(maxsize=16)

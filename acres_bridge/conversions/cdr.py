@@ -27,9 +27,13 @@ deserialised messages, not the bytes, equal what ``serialize_message`` gives.
 Clouds and images are too large to pack per message: their fields before ``data`` (the
 *prefix*) are built once per layout with :class:`Writer`, and only the stamp
 (:data:`STAMP`, at :data:`STAMP_OFFSET`) changes from one message to the next.
+:class:`MessageBuffer` holds one such message, into which a frame's payload can be received.
 """
 
 import struct
+from typing import Any
+
+from acres_bridge.conversions.buffers import buffer_address
 
 ENCAPSULATION = b'\x00\x01\x00\x00'
 # The encapsulation (a '4s' argument) and a std_msgs/Header's stamp: int32 sec, uint32 nanosec.
@@ -107,3 +111,54 @@ class Writer:
     def bytes(self) -> bytes:
         """Return the message so far, the encapsulation included."""
         return bytes(self._data)
+
+
+class MessageBuffer:
+    """
+    One serialised message of a fixed layout, whose ``data`` a payload fills in place if it can.
+
+    The buffer holds ``prefix`` (the fields up to and with the length of ``data``),
+    ``data_size`` bytes of data, then ``suffix`` (the fields after ``data``). A payload made of
+    ``head_size`` bytes of its own (a frame's sub-header) and then the data can be received
+    straight into it: the head lands on the end of the prefix, which :meth:`message` writes
+    back. The size is fixed when it is made; one thread uses it at a time.
+    """
+
+    def __init__(self, prefix: bytes, data_size: int, *, suffix: bytes = b'',
+                 head_size: int = 0) -> None:
+        if not 0 <= head_size <= len(prefix) - len(ENCAPSULATION) - STAMP.size:
+            raise ValueError(f'a head of {head_size} bytes does not fit after the stamp of a '
+                             f'prefix of {len(prefix)}')
+        self._start = len(prefix)
+        self._end = self._start + data_size
+        self._buffer = bytearray(self._end + len(suffix))
+        self._buffer[:self._start] = prefix
+        self._buffer[self._end:] = suffix
+        self._view = memoryview(self._buffer)
+        self._head_start = self._start - head_size
+        self._head = prefix[self._head_start:]
+        self.data = self._view[self._start:self._end]
+        self._data_address = buffer_address(self.data)
+
+    @property
+    def nbytes(self) -> int:
+        """Return the size of the buffer: one serialised message."""
+        return len(self._buffer)
+
+    def payload_view(self, payload_size: int) -> memoryview | None:
+        """Return where a payload (head and data) is received, None for another size."""
+        if payload_size != self._end - self._head_start:
+            return None
+        return self._view[self._head_start:self._end]
+
+    def put(self, data: Any) -> None:
+        """Set ``data``: nothing to copy when it was received through :meth:`payload_view`."""
+        if self.data.nbytes and buffer_address(data) == self._data_address:
+            self._view[self._head_start:self._start] = self._head
+        else:
+            self.data[:] = data
+
+    def message(self, sec: int, nanosec: int) -> bytes:
+        """Return the message with this header stamp (one copy, since publish takes bytes)."""
+        STAMP.pack_into(self._buffer, STAMP_OFFSET, sec, nanosec)
+        return bytes(self._buffer)

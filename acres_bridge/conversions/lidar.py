@@ -67,11 +67,9 @@ from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
 
 from acres_bridge.conversions import cdr
-from acres_bridge.conversions.buffers import buffer_address
 from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.conversions.clock import stamp_to_sec_nanosec
-from acres_bridge.protocol.frames import lidar_payload_size
 from acres_bridge.protocol.frames import LIDAR_POINT_STEP
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.frames import LidarLayout
@@ -95,6 +93,8 @@ _XYZI_ITEM = np.dtype('V16')
 _XYZI_CELL = np.dtype({'names': ['xyzi'], 'formats': [_XYZI_ITEM], 'offsets': [0],
                        'itemsize': XYZIRT_POINT_STEP})
 _KEEP_ARRAY = keep_array_options(PointCloud2)
+# The field after a serialised cloud's data: is_dense, false (a miss is a NaN point).
+_IS_DENSE = b'\x00'
 
 XYZIRT_DTYPE = np.dtype({
     'names': ['x', 'y', 'z', 'intensity', 'ring', 'time'],
@@ -276,23 +276,16 @@ class CloudBuffer:
         self.key = (columns, rings, frame_id, fields, times)
         self._fields = fields
         self._times = times
-        self._start = len(prefix)
-        self._end = self._start + columns * rings * _point_step(fields)
-        self._buffer = bytearray(self._end + 1)     # the last byte: is_dense, false
-        self._buffer[:self._start] = prefix
-        self._tail = prefix[-SUB_HEADER_SIZE:]
-        self._view = memoryview(self._buffer)
-        self._payload_size = lidar_payload_size(columns, rings)
+        self._message = cdr.MessageBuffer(prefix, columns * rings * _point_step(fields),
+                                          suffix=_IS_DENSE, head_size=SUB_HEADER_SIZE)
         if fields == 'xyzirt':
-            self._view[self._start:self._end] = _xyzirt_template(columns, rings, times)
-            self._cells = np.frombuffer(self._buffer, dtype=_XYZI_CELL,
-                                        count=columns * rings, offset=self._start)
-        self._data_address = buffer_address(self._view[self._start:])
+            self._message.data[:] = _xyzirt_template(columns, rings, times)
+            self._cells = np.frombuffer(self._message.data, dtype=_XYZI_CELL)
 
     @property
     def nbytes(self) -> int:
         """Return the size of the buffer: one serialised cloud."""
-        return len(self._buffer)
+        return self._message.nbytes
 
     def payload_view(self, payload_size: int) -> memoryview | None:
         """
@@ -301,9 +294,7 @@ class CloudBuffer:
         xyzi only, and only for the payload size of this layout: the sub-header lands on the
         end of the prefix (rewritten by :meth:`serialise`), the points on ``data``.
         """
-        if self._fields != 'xyzi' or payload_size != self._payload_size:
-            return None
-        return self._view[self._start - SUB_HEADER_SIZE:self._end]
+        return self._message.payload_view(payload_size) if self._fields == 'xyzi' else None
 
     def serialise(self, frame: LidarFrame) -> bytes:
         """
@@ -323,16 +314,12 @@ class CloudBuffer:
         stamp_s = frame.header.stamp_s
         if self._fields == 'xyzirt':
             stamp_s = self._times.cloud_stamp_s(stamp_s)
-            sec, nanosec = stamp_to_sec_nanosec(stamp_s)
+        sec, nanosec = stamp_to_sec_nanosec(stamp_s)
+        if self._fields == 'xyzirt':
             self._cells['xyzi'] = np.frombuffer(points, dtype=_XYZI_ITEM)
         else:
-            sec, nanosec = stamp_to_sec_nanosec(stamp_s)
-            if points.nbytes and buffer_address(points) == self._data_address:
-                self._view[self._start - SUB_HEADER_SIZE:self._start] = self._tail
-            else:
-                self._view[self._start:self._end] = points
-        cdr.STAMP.pack_into(self._buffer, cdr.STAMP_OFFSET, sec, nanosec)
-        return bytes(self._buffer)
+            self._message.put(points)
+        return self._message.message(sec, nanosec)
 
 
 def _point_step(fields: str) -> int:
