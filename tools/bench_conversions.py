@@ -22,6 +22,8 @@ conversion runs ``--repeat`` times; the figures are the median and the 90th perc
 process); ``--node`` the node's whole handling of each frame type (convert and publish every
 message of the frame, no subscriber) and what one simulated second costs; ``--slow`` the ways
 the lessons warn about (``array('B', memoryview)``, a per-point ``struct.pack_into`` loop).
+"in place" rows use frames received into the serialised message's own buffer, as the bridge's
+reader receives them (``MessagePool.payload_target``); "copied in" rows frames from elsewhere.
 
     .venv/bin/python tools/bench_conversions.py
     .venv/bin/python tools/bench_conversions.py --repeat 500 --publish --node --slow
@@ -42,7 +44,9 @@ import numpy as np  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from acres_bridge.conversions.camera import camera_frame_to_image  # noqa: E402
+from acres_bridge.conversions.camera import camera_info_cdr  # noqa: E402
 from acres_bridge.conversions.camera import camera_info_from_hello  # noqa: E402
+from acres_bridge.conversions.camera import ImageBuffer  # noqa: E402
 from acres_bridge.conversions.clock import clock_frame_to_cdr  # noqa: E402
 from acres_bridge.conversions.clock import clock_frame_to_clock  # noqa: E402
 from acres_bridge.conversions.clock import make_header  # noqa: E402
@@ -52,7 +56,9 @@ from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry  # n
 from acres_bridge.conversions.ins import ins_frame_to_imu  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_navsatfix  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_odometry  # noqa: E402
+from acres_bridge.conversions.lidar import CloudBuffer  # noqa: E402
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud  # noqa: E402
+from acres_bridge.conversions.lidar import PointTimes  # noqa: E402
 from acres_bridge.conversions.tf import hello_to_static_transforms  # noqa: E402
 from acres_bridge.conversions.tf import odometry_to_transform  # noqa: E402
 from acres_bridge.emulator.sensors.ins import ins_values  # noqa: E402
@@ -67,6 +73,18 @@ def decode(frame_type: int, payload: bytes, hello: frames.Hello | None,
            stamp_s: float = 12.5) -> frames.Frame:
     header = frames.FrameHeader(frame_type, 0, 7, len(payload), stamp_s, 0.0)
     return frames.decode_payload(header, memoryview(bytearray(payload)), hello)
+
+
+def received_in(buffer: Any, frame: frames.Frame, hello: frames.Hello) -> frames.Frame:
+    """Return a frame as the reader hands it out after receiving it into a message buffer."""
+    header = frame.header
+    view = buffer.payload_view(header.payload_size)
+    kind = frame.header.frame_type
+    view[:] = (frames.encode_lidar_payload(np.frombuffer(frame.points, np.float32).reshape(
+        frame.columns, frame.rings, 4)) if kind == FrameType.LIDAR
+        else frames.encode_camera_payload(np.frombuffer(frame.pixels, np.uint8).reshape(
+            frame.height, frame.width, 3)))
+    return frames.decode_payload(header, view, hello)
 
 
 def polaris_frames() -> dict[str, Any]:
@@ -107,6 +125,15 @@ def conversions(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any
     hello, ins, lidar, camera = sample['hello'], sample['ins'], sample['lidar'], sample['camera']
     stamp_s = ins.header.stamp_s
     sweep_s = 1.0 / hello.lidar.hz
+    times = PointTimes.of(hello.lidar)
+    xyzi = CloudBuffer(lidar.columns, lidar.rings, frame_id='polaris/lidar')
+    xyzirt = CloudBuffer(lidar.columns, lidar.rings, frame_id='polaris/lidar', fields='xyzirt',
+                         times=times)
+    image = ImageBuffer(camera.width, camera.height, camera.row_step,
+                        frame_id='polaris/camera_optical_frame')
+    lidar_in_place = received_in(xyzi, lidar, hello)
+    camera_in_place = received_in(image, camera, hello)
+    serialised_image = bytearray(image.serialise(camera))
     stats = SensorStreamClient('127.0.0.1', 1, name='bench', on_frame=print).stats
     for figures in stats['by_type'].values():
         figures.update(published=0, dropped=0)
@@ -139,10 +166,22 @@ def conversions(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any
             lidar, make_header(stamp_s, 'lidar'))),
         ('lidar: PointCloud2 xyzirt', len(lidar.points), lambda: lidar_frame_to_cloud(
             lidar, make_header(stamp_s, 'lidar'), fields='xyzirt', sweep_s=sweep_s)),
+        ('lidar: xyzi as CDR bytes, received in place', len(lidar.points),
+         lambda: xyzi.serialise(lidar_in_place)),
+        ('lidar: xyzi as CDR bytes, copied in', len(lidar.points), lambda: xyzi.serialise(lidar)),
+        ('lidar: xyzirt as CDR bytes', len(lidar.points), lambda: xyzirt.serialise(lidar)),
         ('camera: Image', len(camera.pixels), lambda: camera_frame_to_image(
             camera, make_header(stamp_s, 'camera_optical_frame'))),
+        ('camera: Image as CDR bytes, received in place', len(camera.pixels),
+         lambda: image.serialise(camera_in_place)),
+        ('camera: Image as CDR bytes, copied in', len(camera.pixels),
+         lambda: image.serialise(camera)),
+        ('camera: bytes() of a serialised image (what remains)', len(serialised_image),
+         lambda: bytes(serialised_image)),
         ('camera: CameraInfo', 0, lambda: camera_info_from_hello(
             hello, make_header(stamp_s, 'camera_optical_frame'))),
+        ('camera: CameraInfo as CDR bytes', 0, lambda: camera_info_cdr(
+            hello, frame_id='camera_optical_frame', stamp_s=stamp_s)),
         ('hello: static transforms', 0, lambda: hello_to_static_transforms(
             hello, make_header(0.0, '').stamp, frame_prefix='polaris')),
         ('diagnostics: status', 0, lambda: stream_stats_to_status(stats, name='bench')),
@@ -188,12 +227,20 @@ def publishing(sample: dict[str, Any], repeat: int) -> list[tuple[str, float, fl
         node = rclpy.create_node('bench_publisher', context=publisher_context)
         listener = rclpy.create_node('bench_subscriber', context=subscriber_context)
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        lidar, camera = sample['lidar'], sample['camera']
+        hello, lidar, camera = sample['hello'], sample['lidar'], sample['camera']
+        cloud = CloudBuffer(lidar.columns, lidar.rings, frame_id='lidar')
+        image = ImageBuffer(camera.width, camera.height, camera.row_step, frame_id='camera')
+        lidar_in_place = received_in(cloud, lidar, hello)
+        camera_in_place = received_in(image, camera, hello)
         for name, kind, topic, convert in (
                 ('lidar: convert + publish xyzi', PointCloud2, 'points',
                  lambda: lidar_frame_to_cloud(lidar, Header(frame_id='lidar'))),
+                ('lidar: publish xyzi CDR, received in place', PointCloud2, 'points_cdr',
+                 lambda: cloud.serialise(lidar_in_place)),
                 ('camera: convert + publish Image', Image, 'image',
-                 lambda: camera_frame_to_image(camera, Header(frame_id='camera')))):
+                 lambda: camera_frame_to_image(camera, Header(frame_id='camera'))),
+                ('camera: publish Image CDR, received in place', Image, 'image_cdr',
+                 lambda: image.serialise(camera_in_place))):
             publisher = node.create_publisher(kind, topic, qos)
             listener.create_subscription(kind, topic, lambda message: None, qos, raw=True)
             deadline = time.monotonic() + 10.0
@@ -230,10 +277,29 @@ def node_handlers(sample: dict[str, Any], repeat: int) -> list[tuple[str, float,
                 median, p90 = measure(lambda: handle(sample[kind]), repeat)
                 name = kind if publish_tf == 'ins' else f'{kind} (publish_tf none)'
                 results.append((name, median, p90))
+            if publish_tf == 'ins':
+                # What the reader does: the payload straight into the pooled message.
+                pool = node.bridge._pool
+                for kind in ('lidar', 'camera'):
+                    in_place = received_in(_PoolTarget(pool), sample[kind], sample['hello'])
+                    median, p90 = measure(lambda: handle(in_place), repeat)
+                    results.append((f'{kind} received in place', median, p90))
             node.destroy_node()
     finally:
         context.try_shutdown()
     return results
+
+
+class _PoolTarget:
+    """A pool's ``payload_target`` as ``payload_view(size)`` (the first frame made the buffer)."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    def payload_view(self, size: int) -> memoryview:
+        lidar = size == frames.lidar_payload_size(1800, 32)
+        kind = FrameType.LIDAR if lidar else FrameType.CAMERA
+        return self._pool.payload_target(frames.FrameHeader(kind, 0, 0, size, 0.0, 0.0))
 
 
 def main() -> None:
@@ -256,14 +322,15 @@ def main() -> None:
         for name, median, p90 in publishing(sample, args.repeat):
             print(f'{name:54s} {"":9s} {median:10.4f} {p90:8.4f}')
     if args.node:
-        per_second = {'clock': 120, 'ins': 100, 'lidar': 10, 'camera': 10}
+        per_second = {'clock': 120, 'ins': 100, 'lidar received in place': 10,
+                      'camera received in place': 10}
         total_ms = 0.0
         for kind, median, p90 in node_handlers(sample, args.repeat):
             total_ms += median * per_second.get(kind, 0)
             print(f'{"node: " + kind + " frame, all its messages":54s} {"":9s} {median:10.4f} '
                   f'{p90:8.4f}')
         print(f'node: one simulated second of the Polaris (120 clock, 100 INS, 10 LiDAR, 10 '
-              f'camera frames) costs {total_ms:.1f} ms of one core: at most '
+              f'camera frames received in place) costs {total_ms:.1f} ms of one core: at most '
               f'{1000.0 / total_ms:.0f}x real time')
     if args.slow:
         for name, size, function in slow_ways(sample):
