@@ -22,6 +22,7 @@ with the simulator's own points. Waits are on conditions with time-outs.
 """
 
 from dataset_drive import bridge_cloud
+from diagnostic_msgs.msg import DiagnosticStatus
 from emulator_probe import JsonChannel
 import numpy as np
 import pytest
@@ -173,6 +174,10 @@ def test_a_cloud_that_is_not_organised_is_skipped_and_recording_goes_on(session,
     publisher.publish(flat)
     wait_until(lambda: recorder.skipped == 1, TIMEOUT_S, 'the flat cloud skipped')
     assert recorder.failed is None and recorder.scans == 0
+    status = recorder.diagnostic_status()
+    assert status.level == DiagnosticStatus.WARN and status.message == '1 clouds skipped'
+    assert {item.key: item.value for item in status.values}['skipped_clouds'] == '1'
+    assert recorder.diagnostic_status().level == DiagnosticStatus.OK
     _step(channel, 1)
     tap.wait(lambda t: t.of(LidarFrame), what='a LiDAR frame')
     frame = tap.of(LidarFrame)[-1]

@@ -238,6 +238,11 @@ class LidarRecorder:
         while len(self._fixes) > 4096:
             self._fixes.popleft()
 
+    @property
+    def mount(self) -> tuple[list[float], list[float]] | None:
+        """The sensor frame in base_footprint, (xyz m, rpy deg), or None before /tf_static."""
+        return self._mount
+
     def set_mount(self, mount: tuple[list[float], list[float]] | None) -> None:
         """Set the sensor frame in base_footprint: (xyz m, rpy deg)."""
         if mount is not None and mount != self._mount:

@@ -16,7 +16,8 @@
 The ``lidar_recorder`` node: an organised PointCloud2 plus odometry to acres-lidar-dataset-1.
 
 It subscribes to ``points_topic``, ``odometry_topic``, ``fix_topic`` and ``/tf_static`` (relative
-names resolve in the node's namespace, so one recorder per agent lives under the agent's name)
+names resolve in the node's namespace, so one recorder per agent lives under the agent's name),
+publishes its state on ``/diagnostics`` once a second (scans, commits, skipped clouds, gaps),
 and hands every message to :class:`~acres_bridge.dataset.recorder.LidarRecorder`, which writes
 ``<root>/<set>/<sequence>/``. The open shard is committed every ``commit_interval_s`` (10 s of
 wall time), at each 256th scan and when the node is destroyed (Ctrl-C), so a crash loses at
@@ -27,7 +28,12 @@ import signal
 import sys
 import threading
 
+from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import KeyValue
 from nav_msgs.msg import Odometry
+from rclpy.clock import Clock as RosClock
+from rclpy.clock import ClockType
 from rclpy.executors import Executor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -37,6 +43,7 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
+from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.dataset.cloud import cloud_to_organised
@@ -59,6 +66,8 @@ POINTS_DEPTH = 50
 ODOMETRY_DEPTH = 1000
 FIX_DEPTH = 100
 POLL_PERIOD_S = 1.0
+DIAGNOSTICS_PERIOD_S = 1.0
+DIAGNOSTICS_DEPTH = 10
 LOG_INTERVAL_S = 5.0
 
 
@@ -112,8 +121,16 @@ class LidarRecorderNode(Node):
                                      _reliable(FIX_DEPTH))
         self.create_subscription(TFMessage, '/tf_static', self._on_tf_static,
                                  _reliable(100, latched=True))
+        # Steady time: commits and /diagnostics go on while a simulation is paused.
+        self._diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics',
+                                                  _reliable(DIAGNOSTICS_DEPTH))
+        self._reported_skipped = 0
         self._timer = self.create_timer(min(POLL_PERIOD_S, settings.commit_interval_s),
-                                        self._poll)
+                                        self._poll,
+                                        clock=RosClock(clock_type=ClockType.STEADY_TIME))
+        self._diagnostics_timer = self.create_timer(
+            DIAGNOSTICS_PERIOD_S, self._publish_diagnostics,
+            clock=RosClock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f'recording {self.points_topic} with {odometry_topic} into {folder} '
             f'(split {settings.split})')
@@ -186,6 +203,45 @@ class LidarRecorderNode(Node):
                 except DatasetError as exc:
                     self.failed = str(exc)
                     self.get_logger().error(f'not recording: {exc}')
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        """
+        Return the recorder's status for ``/diagnostics``.
+
+        ERROR when it stopped recording, WARN when clouds were skipped since the last call, OK
+        otherwise.
+        """
+        with self._lock:
+            recorder = self.recorder
+            writer = recorder.writer
+            rows = recorder.rows
+            values = {
+                'folder': str(self.folder), 'points_topic': self.points_topic,
+                'scans': 0 if writer is None else writer.scans,
+                'committed': 0 if writer is None else writer.committed,
+                'skipped_clouds': self.skipped, 'gaps': recorder.counts['gaps'],
+                'clipped_returns': recorder.counts['clipped_returns'],
+                'last_source_index': int(rows['source_index'][-1]) if len(rows) else 'n/a',
+                'mount': 'known' if recorder.mount is not None else 'not yet (/tf_static)'}
+        skipped = self.skipped - self._reported_skipped
+        self._reported_skipped = self.skipped
+        if self.failed is not None:
+            level, message = DiagnosticStatus.ERROR, f'not recording: {self.failed}'
+        elif skipped:
+            level, message = DiagnosticStatus.WARN, f'{skipped} clouds skipped'
+        elif writer is None:
+            level, message = DiagnosticStatus.OK, 'waiting for the first cloud'
+        else:
+            level, message = DiagnosticStatus.OK, f'{values["scans"]} scans'
+        return DiagnosticStatus(
+            level=level, name=f'{self.get_name()}: {self.folder.name}', message=message,
+            hardware_id=self.points_topic,
+            values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])
+
+    def _publish_diagnostics(self) -> None:
+        status = self.diagnostic_status()
+        self._diagnostics.publish(DiagnosticArray(
+            header=Header(stamp=self.get_clock().now().to_msg()), status=[status]))
 
     def close(self) -> None:
         """Commit the open shard and wait for the writes (idempotent)."""
