@@ -28,9 +28,11 @@ import numpy as np
 from acres_bridge.emulator.terrain import SolidSet
 from acres_bridge.emulator.terrain import Terrain
 
-# Beams a step of the LiDAR works on at once: index and float64 temporaries stay below
-# malloc's mmap threshold (128 KiB) and come from the heap instead of fresh pages.
-CHUNK_BEAMS = 16000
+# Rays a step of the LiDAR or the camera works on at once: a whole Polaris scan (57,600 beams)
+# or image (28,672 rays). Fewer numpy calls beat the smaller temporaries (measured: about 10 %
+# less time per scan than chunks of 16,000); glibc's mmap threshold grows to the temporaries'
+# size after the first ones are freed, so they come from the heap, not from fresh pages.
+CHUNK_BEAMS = 60000
 
 FAR = np.float32(1.0e6)
 ONE = np.float32(1.0)
