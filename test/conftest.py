@@ -20,10 +20,13 @@ any test. Each run takes its own ROS_DOMAIN_ID (from the process id unless the c
 so two runs on one machine do not see each other.
 """
 
+from collections.abc import Callable
 from collections.abc import Iterator
 import importlib.metadata
 import os
 import threading
+import time
+from typing import Any
 
 import pytest
 
@@ -136,3 +139,24 @@ def emulator_factory() -> Iterator[object]:
     finally:
         for emulator in started:
             emulator.stop()
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = 10.0,
+               what: str = 'a condition') -> Any:
+    """
+    Poll a condition that no callback announces, every 10 ms; return its first true value.
+
+    The one polling helper of the tests (sim_control_graph calls it ``wait_for``): where a
+    callback or a condition variable can announce the change, wait on that instead.
+
+    :raises AssertionError: naming ``what`` when the condition is not true within timeout_s.
+    """
+    deadline = time.monotonic() + timeout_s
+    pause = threading.Event()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        pause.wait(0.01)

@@ -27,10 +27,10 @@ import json
 import os
 import socket
 import threading
-import time
-from typing import Any, Callable
+from typing import Any
 
 from conftest import SpinningExecutor
+from conftest import wait_until
 import pytest
 import rclpy
 from rclpy.action import ActionClient
@@ -47,17 +47,7 @@ CALL_TIMEOUT_S = 15.0
 _NAMESPACES = itertools.count()
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 10.0,
-             what: str = 'a condition') -> Any:
-    """Poll a predicate every 10 ms until it is true; fail the test after timeout_s."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        time.sleep(0.01)
+wait_for = wait_until   # the name the sim_control tests import
 
 
 def wait_future(future: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:

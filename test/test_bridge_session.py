@@ -28,6 +28,7 @@ import threading
 
 from acres_interfaces.msg import StepBarrier
 from conftest import SpinningExecutor
+from conftest import wait_until
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -38,7 +39,6 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
-from sim_control_graph import wait_for
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
@@ -72,10 +72,6 @@ class Recorder:
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return {topic: len(messages) for topic, messages in self.messages.items()}
-
-
-def wait_until(predicate, what: str, timeout_s: float = WAIT_S) -> None:
-    wait_for(predicate, timeout_s, what)
 
 
 @pytest.fixture
@@ -120,11 +116,11 @@ def test_each_step_answers_after_every_message_of_the_step_was_published(session
               '/polaris/ins/imu': Imu, '/maxxum/ins/imu': Imu}
     recorder = Recorder(client, topics)
     wait_until(lambda: len(session.bridges) == 2 and all(b.connected for b in session.bridges),
-               'both sensor streams to connect')
+               what='both sensor streams to connect', timeout_s=WAIT_S)
     barrier_publisher = session.node.get_publishers_info_by_topic('/maxxum/step_barrier')
     assert barrier_publisher, 'the session has no barrier publisher for the second agent'
     wait_until(lambda: all(session.node.count_subscribers(topic) for topic in topics),
-               'the client to be matched')
+               what='the client to be matched', timeout_s=WAIT_S)
 
     for request_number in range(1, 4):
         request = StepSimulation.Request()
@@ -143,7 +139,7 @@ def test_each_step_answers_after_every_message_of_the_step_was_published(session
                     '/maxxum/step_barrier': 1}
         wait_until(lambda: all(recorder.count(topic) >= count * request_number
                                for topic, count in expected.items()),
-                   f'every message of step request {request_number}')
+                   what=f'every message of step request {request_number}', timeout_s=WAIT_S)
         for topic in ('/polaris/step_barrier', '/maxxum/step_barrier'):
             assert recorder.messages[topic][-1].step == step
 
@@ -158,10 +154,10 @@ def test_two_agents_are_namespaced_and_prefixed_and_services_keep_their_names(se
     clouds = Recorder(client, {'/polaris/lidar/points': PointCloud2,
                                '/maxxum/lidar/points': PointCloud2})
     wait_until(lambda: len(session.bridges) == 2 and all(b.connected for b in session.bridges),
-               'both sensor streams to connect')
+               what='both sensor streams to connect', timeout_s=WAIT_S)
     wait_until(lambda: all(session.node.count_subscribers(topic)
                            for topic in ('/polaris/lidar/points', '/maxxum/lidar/points')),
-               'the client to be matched')
+               what='the client to be matched', timeout_s=WAIT_S)
     state = call(spinner, client, GetSimulationState, '/get_simulation_state',
                  GetSimulationState.Request())
     assert state.result.result == Result.RESULT_OK
@@ -170,7 +166,7 @@ def test_two_agents_are_namespaced_and_prefixed_and_services_keep_their_names(se
     assert call(spinner, client, StepSimulation, '/step_simulation',
                 request).result.result == Result.RESULT_OK
     wait_until(lambda: clouds.count('/polaris/lidar/points') and clouds.count(
-        '/maxxum/lidar/points'), 'a cloud from each agent')
+        '/maxxum/lidar/points'), what='a cloud from each agent', timeout_s=WAIT_S)
     assert clouds.messages['/polaris/lidar/points'][0].header.frame_id.startswith('polaris/')
     assert clouds.messages['/maxxum/lidar/points'][0].header.frame_id.startswith('maxxum/')
     assert (clouds.messages['/maxxum/lidar/points'][0].height,
@@ -188,7 +184,7 @@ def test_the_executable_runs_a_session_and_stops_on_ctrl_c(emulator_factory):
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_until(lambda: emulator.streams[0].has_client,
-                   'the session to connect the sensor stream')
+                   what='the session to connect the sensor stream', timeout_s=WAIT_S)
     finally:
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=WAIT_S)

@@ -21,6 +21,7 @@ import queue
 import random
 import socket
 import threading
+import time
 
 import pytest
 
@@ -154,13 +155,16 @@ def test_request_gets_its_reply_and_the_episode_event_goes_to_on_event(started):
     event, thread = recorder.events.get(timeout=WAIT_S)
     assert event == EPISODE
     assert thread == 'control-rx'
+    sent = time.monotonic()
     answer = client.request('get_state')
     assert answer == {'id': 1, 'ok': True, 'result': 1, 'echo': {'id': 1, 'op': 'get_state'}}
     assert client.request('step', steps=12)['echo'] == {'id': 2, 'op': 'step', 'steps': 12}
+    both_ms = (time.monotonic() - sent) * 1e3
     stats = client.stats
     assert (stats['requests'], stats['replies'], stats['events'], stats['pending']) == (
         2, 2, 1, 0)
-    assert stats['round_trip_p50_ms'] >= 0.0 and stats['round_trip_max_ms'] >= 0.0
+    # Two round trips: the median is the longer one (index 1 of 2), both within the calls.
+    assert 0.0 < stats['round_trip_p50_ms'] == stats['round_trip_max_ms'] <= both_ms
 
 
 def test_a_reply_with_ok_false_is_a_result_not_an_exception(started):

@@ -16,8 +16,8 @@
 
 import math
 import os
-import time
 
+from conftest import wait_until
 from emulator_probe import JsonChannel
 from mcap.reader import make_reader
 import pytest
@@ -62,13 +62,6 @@ def _refused(reply: dict, result: int, error: str | None = None) -> dict:
     if error is not None:
         assert reply['error'] == error
     return reply
-
-
-def _wait_for(predicate, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, 'timed out'
-        time.sleep(0.01)
 
 
 # --- session and state --------------------------------------------------------------------------
@@ -125,7 +118,7 @@ def test_get_state_and_set_state(game):
     assert game.events[-1]['event'] == 'episode' and game.events[-1]['state'] == 1
     assert game.events[-1]['lockstep'] is False
     _refused(game.call('step', steps=1), 3)
-    _wait_for(lambda: game.call('get_state')['step'] > 0)
+    wait_until(lambda: game.call('get_state')['step'] > 0, what='a step')
     assert _ok(game.call('set_state', state=2))['state'] == 2
     paused = game.call('get_state')
     assert paused['lockstep'] is True
@@ -396,7 +389,7 @@ def test_driving_through_a_field_crushes_crop(game):
 def test_screenshot_writes_a_png_in_game_mode(game, tmp_path):
     path = str(tmp_path / 'view.png')
     assert _ok(game.call('screenshot', path=path))['path'] == path
-    _wait_for(lambda: os.path.exists(path))
+    wait_until(lambda: os.path.exists(path), what=path)
     with open(path, 'rb') as stream:
         assert stream.read(8) == b'\x89PNG\r\n\x1a\n'
     _refused(game.call('screenshot', path='view.png'), 4)

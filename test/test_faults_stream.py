@@ -28,6 +28,7 @@ import threading
 import time
 import tracemalloc
 
+from conftest import wait_until
 import pytest
 
 from acres_bridge.emulator.faults import FaultProxy
@@ -190,12 +191,15 @@ def test_unknown_frame_type_is_skipped_without_reconnecting(rig):
 
 
 def test_stalled_stream_keeps_the_connection_and_resumes(rig):
-    _, proxy, client, watcher = rig()
+    emulator, proxy, client, watcher = rig()
     fault = proxy.inject('stall', frame_type=FrameType.CLOCK)
     assert fault.wait(WAIT_S)
     counted = client.stats['by_type']['clock']['frames']
-    # The stream is silent while stalled: nothing may arrive (this wait is meant to time out).
-    assert not fault.release.wait(0.3)
+    # The stream is silent while stalled: the emulator goes on making clock frames (20 more
+    # than the proxy holds back) and not one of them reaches the client.
+    made = emulator.streams[0].counters[FrameType.CLOCK].frames
+    wait_until(lambda: emulator.streams[0].counters[FrameType.CLOCK].frames >= made + 20,
+               WAIT_S, '20 more clock frames from the emulator')
     assert client.stats['by_type']['clock']['frames'] == counted
     assert client.connected
     fault.release.set()

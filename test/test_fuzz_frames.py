@@ -32,6 +32,7 @@ import pathlib
 import socket
 import threading
 
+from hypothesis import example
 from hypothesis import given
 from hypothesis import HealthCheck
 from hypothesis import settings
@@ -215,6 +216,11 @@ def test_mutated_sessions_raise_only_protocol_errors_within_limits(data, chunks)
 @FUZZ
 @given(kind=st.integers(0, 0xFFFF), size=st.integers(0, 0xFFFFFFFF),
        with_hello=st.booleans())
+# Known types within their limit, whose FrameError the test checks: a LiDAR and an INS
+# payload of zeros that their layouts refuse, a camera payload cut short by the peer.
+@example(kind=int(FrameType.LIDAR), size=100, with_hello=True)
+@example(kind=int(FrameType.INS), size=12, with_hello=False)
+@example(kind=int(FrameType.CAMERA), size=8192, with_hello=False)
 def test_any_claimed_length_is_refused_or_read_within_the_limit_of_its_type(
         kind, size, with_hello):
     hello = _frame(*_payload('hello', 0), 0) if with_hello else b''
@@ -231,6 +237,13 @@ def test_any_claimed_length_is_refused_or_read_within_the_limit_of_its_type(
     except FrameError as exc:
         if size > limit:
             assert 'more than the limit' in str(exc) and not exc.recoverable
+        elif size > 4096:
+            # Within the limit, but the peer sent 4096 bytes of it and closed.
+            assert str(exc).startswith('truncated frame: ') and not exc.recoverable, exc
+        else:
+            # The whole payload came: a layout its type refuses, read away whole.
+            assert exc.recoverable, exc
+            assert reader.bytes_read == len(data)
     except TransportError:
         assert kind not in KNOWN_TYPES and size <= 4096
     assert reader.buffer_size <= max(limit if size <= limit else 0,
