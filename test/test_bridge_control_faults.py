@@ -73,6 +73,9 @@ def test_a_channel_that_is_down_fails_at_once_then_the_node_reconnects(emulator_
     port = free_port()
     graph = ControlGraph(port, parameters=FAST)
     try:
+        # The client reports its first attempt on its own thread: wait for it, not for time.
+        wait_for(lambda: graph.node.control.stats['reason'].startswith('cannot connect'),
+                 what='the first refused connection')
         [status] = graph.node.diagnostic_statuses()
         assert status.level == DiagnosticStatus.ERROR
         assert status.message.startswith('disconnected: cannot connect to 127.0.0.1:')
@@ -138,6 +141,7 @@ def test_a_simulator_without_the_op_answers_0(emulator_factory, tmp_path):
     core = emulator_factory(mode='core', lockstep=True, drive='hold')
     graph = ControlGraph(core.control_port, parameters=PATIENT)
     try:
+        wait_for(lambda: graph.node.control.connected, what='the connection')
         response = graph.call(Screenshot, 'acres/screenshot',
                               Screenshot.Request(path=str(tmp_path / 'view.png')))
         assert (response.result.result, response.result.error_message) == (

@@ -140,17 +140,18 @@ def test_stalled_stream_stays_connected_and_resumes(proxied):
     _, proxy, rig = proxied
     fault = proxy.inject('stall', frame_type=FrameType.CLOCK)
     assert fault.wait(WAIT_S)
-    # Two reports a second apart while the stream is silent: the clock count stands still.
-    reports = rig.recorder.count('/diagnostics')
-    rig.recorder.wait_counts({'/diagnostics': reports + 1})
-    first = _values(rig.recorder.last('/diagnostics'))
-    rig.recorder.wait_counts({'/diagnostics': reports + 3})
-    last = _values(rig.recorder.last('/diagnostics'))
-    assert last['connected'] == 'true' and last['clock.frames'] == first['clock.frames']
-    # The status says so in words, not only in figures.
+    # The status says so in words, not only in figures: the report that first says so was
+    # made after every frame before the held one had arrived, however late it was delivered.
     stalled = rig.recorder.wait_for('/diagnostics', lambda message: any(
-        'no frame for' in status.message for status in message.status))
+        'no frame for' in status.message for status in message.status), WAIT_S)
     assert stalled.status[0].level == DiagnosticStatus.WARN
+    first = _values(stalled)
+    # Two reports after it (reports arrive in the order they were made): the count stands.
+    reports = 1 + next(index for index, message in enumerate(rig.recorder.messages[
+        '/diagnostics']) if message is stalled)
+    rig.recorder.wait_counts({'/diagnostics': reports + 2}, WAIT_S)
+    last = _values(rig.recorder.messages['/diagnostics'][reports + 1])
+    assert last['connected'] == 'true' and last['clock.frames'] == first['clock.frames']
     # Once the stats window (5 s) holds no frame, the rates say the stream is silent.
     silent = rig.diagnostics(lambda values: values['clock.rate_hz'] == '0.000'
                              and values['lidar.rate_hz'] == '0.000')
