@@ -238,3 +238,15 @@ def wait_for_nodes(names: Iterable[str], timeout_s: float = 30.0) -> list[str]:
 def stop_daemon() -> None:
     """Stop the ros2 daemon of this domain (a command without --no-daemon starts one)."""
     run(['ros2', 'daemon', 'stop'], timeout_s=30.0)
+
+
+def param_list(node: str, timeout_s: float = 30.0) -> list[str]:
+    """Return ``ros2 param list`` of a node; it has no --timeout, so retry while discovery lags."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = run(['ros2', 'param', 'list', '--no-daemon', '--spin-time', '2', node])
+        if 'Node not found' not in result.stdout or time.monotonic() > deadline:
+            break
+    assert result.returncode == 0, f'ros2 param list {node}: exit {result.returncode}\n' + (
+        result.stdout)
+    return result.stdout.split()

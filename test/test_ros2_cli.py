@@ -27,13 +27,13 @@ import dataclasses
 from importlib import metadata
 from pathlib import Path
 import re
-import time
 
 import pytest
 from ros2_tools import assert_clean_exit
 from ros2_tools import Background
 from ros2_tools import free_ports
 from ros2_tools import PACKAGE
+from ros2_tools import param_list
 from ros2_tools import PREFIX
 from ros2_tools import require_tooling
 from ros2_tools import run
@@ -79,17 +79,6 @@ def _ok(args: list[str], timeout_s: float = 60.0) -> str:
     return result.stdout
 
 
-def _ok_once_found(args: list[str], timeout_s: float = 30.0) -> str:
-    """Run a command that has no --timeout until it finds the node (discovery can lag)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        result = run(args)
-        if 'Node not found' not in result.stdout or time.monotonic() > deadline:
-            break
-    assert result.returncode == 0, f'{" ".join(args)}: exit {result.returncode}\n{result.stdout}'
-    return result.stdout
-
-
 def test_ros2_pkg_prefix_is_the_prefix() -> None:
     require_tooling()
     assert _ok(['ros2', 'pkg', 'prefix', PACKAGE]).strip() == str(PREFIX)
@@ -118,7 +107,7 @@ def test_ros2_node_list_shows_each_node_once(session: Session) -> None:
 def test_ros2_param_list_get_dump_of_each_node(session: Session, node: str, parameter: str,
                                                expected: object) -> None:
     wait_for_nodes([node])
-    names = _ok_once_found(['ros2', 'param', 'list', *SPIN, node]).split()
+    names = param_list(node)
     assert parameter in names and 'use_sim_time' in names
     got = _ok(['ros2', 'param', 'get', *PARAM, '--hide-type', node, parameter]).strip()
     assert yaml.safe_load(got) == expected

@@ -24,12 +24,14 @@ records each agent into ``$ACRES_DATA``.
 
 from collections.abc import Iterator
 from pathlib import Path
+import socket
 
 import pytest
 from ros2_tools import assert_clean_exit
 from ros2_tools import Background
 from ros2_tools import free_ports
 from ros2_tools import PACKAGE
+from ros2_tools import param_list
 from ros2_tools import require_tooling
 from ros2_tools import run
 from ros2_tools import stop_daemon
@@ -43,13 +45,19 @@ PARAM = ['--no-daemon', '--spin-time', '2', '--timeout', '10']
 HELLO = r'sensor stream polaris: hello from agent'
 
 
-@pytest.fixture
-def emulator() -> Iterator[tuple[int, int]]:
-    """Run ``ros2 run acres_bridge acres_sim_emulator`` on free ports; give (control, sensor)."""
+def _start_emulator() -> tuple[Background, int, int]:
+    """Start ``ros2 run acres_bridge acres_sim_emulator`` on free ports."""
     require_tooling()
     control, sensor = free_ports(2)
     process = Background(['ros2', 'run', PACKAGE, 'acres_sim_emulator', '--control-port',
                           str(control), '--sensor-ports', str(sensor)])
+    return process, control, sensor
+
+
+@pytest.fixture
+def emulator() -> Iterator[tuple[int, int]]:
+    """Run the emulator with ``ros2 run`` until the test ends; give (control, sensor)."""
+    process, control, sensor = _start_emulator()
     try:
         process.wait_for('ACRES_SIM_EMULATOR_READY')
         yield control, sensor
@@ -77,9 +85,17 @@ def _once(listed: list[str], *nodes: str) -> None:
         assert listed.count(node) == 1, f'{node} in ros2 node list: {listed}'
 
 
-def test_ros2_run_acres_sim_emulator_and_ctrl_c(emulator: tuple[int, int]) -> None:
-    """The fixture itself: the emulator is ready, then Ctrl-C ends it with exit 0."""
-    assert all(port > 0 for port in emulator)
+def test_ros2_run_acres_sim_emulator_listens_and_ends_on_ctrl_c() -> None:
+    process, control, sensor = _start_emulator()
+    try:
+        ready = process.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+) sensors=(\d+)')
+        assert (int(ready[1]), int(ready[2])) == (control, sensor)
+        for port in (control, sensor):
+            socket.create_connection(('127.0.0.1', port), timeout=10.0).close()
+        code = process.interrupt()
+        assert_clean_exit(process, code)
+    finally:
+        process.kill()
 
 
 # executable -> (its arguments for the emulator's ports, the line it is ready at, node, a
@@ -108,6 +124,8 @@ def test_ros2_run_each_executable_answers_ros2_param_and_ends_on_ctrl_c(
         command.wait_for(ready, timeout_s=60.0)
         nodes = [node, '/sim_control'] if executable == 'acres_bridge' else [node]
         _once(wait_for_nodes(nodes), *nodes)
+        listed = param_list(node)
+        assert parameter in listed and 'use_sim_time' in listed, listed
         assert _param(node, parameter) == expected(*emulator)
         assert _dump(node)[parameter] == expected(*emulator)
         code = command.interrupt()
