@@ -24,6 +24,7 @@ refuse) or appends, and never overwrites.
 
 import os
 from pathlib import Path
+import re
 import signal
 import subprocess
 import sys
@@ -167,17 +168,18 @@ def test_ctrl_c_commits_a_crash_keeps_what_was_committed_and_a_restart_appends(
     tap, channel, bridge, started = session
     folder = tmp_path / 'proc' / 'run'
 
-    # Run 1: 20 scans, then Ctrl-C: all 20 are there, nothing half-written.
+    # Run 1: at least 20 scans, then Ctrl-C: every scan the recorder took is there (its last
+    # line says how many), nothing half-written.
     first = Recorder(tmp_path, tmp_path / 'first.log')
     started.append(first)
     _subscribed(bridge)
-    _step(channel, 20)
-    wait_until(lambda: _rows(folder) == 20, TIMEOUT_S, '20 committed scans')
+    _step_until(channel, folder, 20)
     assert first.stop(signal.SIGINT) == 0, first.output()
-    assert '20 scans in' in first.output()
+    took = int(re.search(r'(\d+) scans in ', first.output()).group(1))
     assert not list(folder.glob('.*.tmp'))
     sequence = _check_scans(folder, tap)
-    assert list(sequence.scans['source_index']) == list(range(20))
+    assert len(sequence) == took >= 20
+    assert np.all(np.diff(sequence.scans['source_index'].astype(np.int64)) > 0)
     before = {path.name: path.read_bytes() for path in folder.iterdir()}
 
     # A restart that must not touch an existing sequence exits 2 and changes nothing.
@@ -190,11 +192,11 @@ def test_ctrl_c_commits_a_crash_keeps_what_was_committed_and_a_restart_appends(
     # Run 2 appends; a SIGKILL after a commit keeps the committed scans only.
     second = Recorder(tmp_path, tmp_path / 'second.log')
     started.append(second)
-    committed = _step_until(channel, folder, 32)
+    committed = _step_until(channel, folder, took + 12)
     assert second.stop(signal.SIGKILL) == -signal.SIGKILL
     sequence = _check_scans(folder, tap)
     committed = len(sequence)
-    assert committed >= 32
+    assert committed >= took + 12
     indices = sequence.scans['source_index'].astype(np.int64)
     assert np.all(np.diff(indices) > 0)
     assert sequence.meta['counts']['runs'] == 2
