@@ -15,11 +15,12 @@
 """
 What the launch files, the parameter files and the rviz configuration name exists.
 
-Without importing ``launch`` (not installable here): the launch files are read as Python
-syntax trees. Every executable they start is a console script of setup.py, every parameter they
-set and every value of the parameter files is one parameters.py declares for that executable
-(and valid), every file they refer to is in the tree and installed by setup.py's data_files, and
-every topic the rviz configuration shows is a topic of the contract. Then each launch file
+Without importing ``launch`` (so these run on any prefix; test_launch_testing.py runs the
+launch files with the real launch_testing): the launch files are read as Python syntax trees.
+Every executable they start is a console script of setup.py, every parameter they set and every
+value of the parameter files is one parameters.py declares for that executable (and valid),
+every file they refer to is in the tree and installed by setup.py's data_files, and every topic
+the rviz configuration shows is a topic of the contract. Then each launch file
 runs against stand-ins of ``launch`` and ``launch_ros`` to check what its arguments make.
 """
 
