@@ -90,7 +90,7 @@ def convert(bag: Path, *, set_name: str, sequence: str | None = None, split: str
     from rosbags.typesys import Stores
 
     bag = Path(bag)
-    sequence = sequence or bag.name
+    sequence = sequence or (bag.stem if bag.is_file() else bag.name)
     with AnyReader([bag], default_typestore=get_typestore(Stores.LATEST)) as reader:
         connections = list(reader.connections)
         points = _pick(connections, POINTS_TYPE, points_topic, kind='points')
@@ -150,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
                     'odometry as a sequence of the LiDAR dataset acres-lidar-dataset-1.')
     parser.add_argument('bag', type=Path, help='the bag folder (or .mcap / .db3 file)')
     parser.add_argument('--set', required=True, dest='set_name', help='the data set')
-    parser.add_argument('--sequence', help='the sequence name (default: the bag name)')
+    parser.add_argument('--sequence', help="the sequence name (default: the bag's folder name, "
+                                           'or the file name without its suffix)')
     parser.add_argument('--split', choices=SPLITS, default='none', help='the split tag')
     parser.add_argument('--root', type=Path,
                         help='the data root (default $ACRES_DATA, else ~/data/acres/lidar)')
