@@ -15,7 +15,7 @@
 """
 Print round-trip figures of sim_control (not a test: run it by hand).
 
-    ROS_DOMAIN_ID=20 PYTHONPATH=. .venv/bin/python test/benchmark_control.py [--calls 500]
+    ROS_DOMAIN_ID=20 PYTHONPATH=. .venv/bin/python tools/benchmark_control.py [--calls 500]
 
 Three processes, as in use: the emulator (lockstep, vehicles holding still, no sensor client),
 the ``sim_control`` executable, and this one, which calls through ROS: sequential

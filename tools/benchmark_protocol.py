@@ -15,7 +15,7 @@
 """
 Print throughput and latency figures of the protocol layer (not a test: run it by hand).
 
-    PYTHONPATH=. .venv/bin/python test/benchmark_protocol.py
+    PYTHONPATH=. .venv/bin/python tools/benchmark_protocol.py
 
 A sender process streams Polaris-sized camera and LiDAR frames to a SensorStreamClient, first
 as fast as it can, then paced at 100 Hz; a JSON-lines echo process answers ControlClient
