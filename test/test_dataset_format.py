@@ -17,7 +17,8 @@ The dataset's files, writer and reader without ROS: layout, dtypes, API, atomici
 
 The scans are synthetic, from a sensor with the format's own geometry (beams from the lens
 centre, a beam table with azimuth offsets), so the estimated calibration must find the table
-and the points must come back within the range step.
+and the points must come back within the range step. One test sends them as a RoboSense
+driver's PointCloud2 (message types only, no rclpy graph).
 """
 
 import json
@@ -25,6 +26,8 @@ import threading
 
 import numpy as np
 import pytest
+from sensor_msgs.msg import PointCloud2
+from sensor_msgs.msg import PointField
 
 from acres_bridge.dataset import body_cells
 from acres_bridge.dataset import data_root
@@ -36,6 +39,7 @@ from acres_bridge.dataset import Sequence
 from acres_bridge.dataset import TopView
 from acres_bridge.dataset.calibration import column_azimuths_rad
 from acres_bridge.dataset.calibration import lens_centres
+from acres_bridge.dataset.cloud import cloud_to_organised
 from acres_bridge.dataset.cloud import OrganisedCloud
 from acres_bridge.dataset.recorder import LidarRecorder
 from acres_bridge.dataset.writer import SequenceExists
@@ -290,3 +294,52 @@ def test_a_hole_in_the_stamps_is_a_hole_in_source_index_and_a_gap(tmp_path):
     assert list(scans['source_index']) == [k for k in range(30) if k not in (10, 11, 20)]
     gaps = [int(index) for index, flag in zip(scans['source_index'], scans['flags']) if flag & 1]
     assert gaps == [12, 21]
+
+
+def test_a_robosense_style_cloud_is_stored_like_the_bridges(tmp_path):
+    """Rings along the height, x y z padded, a double timestamp, column 0 behind the car."""
+    ring_offsets = np.linspace(0.0, 1.5e-6 * 31, RINGS)          # each ring of a block later
+    layout = np.dtype({'names': ['x', 'y', 'z', 'intensity', 'ring', 'timestamp'],
+                       'formats': ['<f4', '<f4', '<f4', '<f4', '<u2', '<f8'],
+                       'offsets': [0, 4, 8, 16, 20, 24], 'itemsize': 32})
+    recorder = LidarRecorder(tmp_path, 'set', 'helios')
+    turn = 900                                  # the driver splits the sweep behind the car
+    for k in range(12):
+        scan = _scan(k)
+        stamp_s = scan.stamp_ns * 1e-9
+        points = np.zeros((RINGS, COLUMNS), layout)
+        # Driver column j is the format's column (j + turn) mod 1800, fired j-th.
+        source = (np.arange(COLUMNS) + turn) % COLUMNS
+        for axis, name in enumerate('xyz'):
+            points[name] = scan.xyz[:, source, axis]
+        points['intensity'] = scan.intensity[:, source]
+        points['ring'] = np.arange(RINGS)[:, np.newaxis]
+        points['timestamp'] = (stamp_s - 0.1 + (np.arange(COLUMNS) + 1) * 0.1 / COLUMNS
+                               )[np.newaxis] + ring_offsets[:, np.newaxis] - 1.5e-6 * 31
+        cloud = PointCloud2(height=RINGS, width=COLUMNS, point_step=32, row_step=32 * COLUMNS,
+                            is_bigendian=False, is_dense=False, fields=[
+                                PointField(name=name, offset=layout.fields[name][1],
+                                           datatype={'<f4': 7, '<u2': 4, '<f8': 8}[
+                                               layout.fields[name][0].str], count=1)
+                                for name in layout.names])
+        cloud.header.stamp.sec, cloud.header.stamp.nanosec = divmod(scan.stamp_ns, 10 ** 9)
+        cloud.header.frame_id = 'rslidar'
+        cloud.data = points.tobytes()
+        organised = cloud_to_organised(cloud)
+        assert organised.xyz.shape == (RINGS, COLUMNS, 3)
+        recorder.add_cloud(organised)
+    recorder.close()
+    sequence = LidarSet.open('set', root=tmp_path)['helios']
+    for k in range(12):
+        source = _scan(k).xyz
+        returns = np.isfinite(source[..., 0])
+        assert np.array_equal(sequence.range_raw(k) > 0, returns)
+        distance = np.linalg.norm(source.astype(np.float64) - lens_centres(COLUMNS, 0.035),
+                                  axis=-1)
+        assert np.abs(sequence.range_raw(k) * 0.0025 - distance)[returns].max() <= 0.00125
+    calibration = sequence.calibration
+    assert np.allclose(calibration.elevations_deg, ELEVATIONS, atol=2e-3)
+    assert calibration.sweep_s == pytest.approx(0.1, rel=1e-3)
+    assert calibration.first_column == turn and calibration.firing_clockwise
+    assert calibration.last_column_at_stamp
+    assert np.allclose(calibration.ring_firing_s, ring_offsets - ring_offsets.mean(), atol=2e-7)
