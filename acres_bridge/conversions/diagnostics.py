@@ -134,10 +134,10 @@ CONTROL_KEYS = ('connected', 'reason', 'connected_for_s', 'connections', 'reconn
                 'connect_failures', 'disconnects', 'pending', 'requests', 'replies',
                 'timeouts', 'late_replies', 'unknown_replies', 'replies_without_id',
                 'bad_lines', 'events', 'progress_events', 'orphan_progress', 'failed_on_close',
-                'refused_disconnected', 'send_failures', 'callback_errors',
-                'round_trip_p50_ms', 'round_trip_max_ms')
+                'refused_disconnected', 'send_failures', 'queue_full', 'unsent_timeouts',
+                'queued_bytes', 'callback_errors', 'round_trip_p50_ms', 'round_trip_max_ms')
 _CONTROL_PROBLEMS = ('timeouts', 'late_replies', 'bad_lines', 'unknown_replies',
-                     'send_failures', 'callback_errors')
+                     'send_failures', 'queue_full', 'callback_errors')
 
 
 def control_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: str = '',
@@ -146,8 +146,9 @@ def control_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id:
     Return the diagnostic status of the control channel from ``ControlClient.stats``.
 
     Level: ERROR while disconnected (the message is the reason); WARN when time-outs, late or
-    unknown replies, lines that were not JSON, send failures or callback errors grew since the
-    ``previous`` snapshot; OK otherwise. Values: ``CONTROL_KEYS``, ``n/a`` without data.
+    unknown replies, lines that were not JSON, send failures, requests refused for a full send
+    queue or callback errors grew since the ``previous`` snapshot; OK otherwise. Values:
+    ``CONTROL_KEYS``, ``n/a`` without data.
     """
     values = [KeyValue(key=key, value=format_value(stats.get(key))) for key in CONTROL_KEYS]
     if not stats.get('connected'):
