@@ -192,10 +192,8 @@ def test_a_bad_parameter_stops_the_node_with_one_line(ros_context):
 def test_main_returns_2_with_the_reason_for_a_bad_parameter(capsys):
     protocol_log = logging.getLogger('acres_bridge.protocol')
     level = protocol_log.level
-    try:
-        code = sensor_bridge.main(['sensor_bridge', '--ros-args', '-p', 'publish_tf:=odom'])
-    finally:
-        protocol_log.setLevel(level)    # main() sets the process's levels
+    code = sensor_bridge.main(['sensor_bridge', '--ros-args', '-p', 'publish_tf:=odom'])
+    assert protocol_log.level == level, 'main() muted the protocol layer'
     assert code == 2
     assert capsys.readouterr().err == (
         "sensor_bridge: parameter publish_tf: 'odom' is not one of none, ins, truth\n")
