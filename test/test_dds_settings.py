@@ -346,6 +346,27 @@ def test_a_user_profile_in_the_other_version_spelling_is_reported(tmp_path):
     assert dds.configure(environ, cwd=str(tmp_path)).warnings == ()
 
 
+def test_a_missing_user_profile_is_reported(tmp_path):
+    fast_dds = _fast_dds()
+    missing = str(tmp_path / 'missing.xml')
+    configuration = dds.configure({dds.profile_variable(fast_dds): missing}, cwd=str(tmp_path))
+    assert configuration.variable is None
+    assert configuration.warnings == (
+        f'{missing} ({dds.profile_variable(fast_dds)}) is not a file: Fast DDS loads nothing '
+        'from it',)
+
+
+def test_transports_the_user_chose_by_name_are_left_alone(tmp_path):
+    environ = {'FASTDDS_BUILTIN_TRANSPORTS': 'LARGE_DATA'}
+    configuration = dds.configure(environ, cwd=str(tmp_path))
+    assert configuration.segment_size is None
+    assert 'FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA' in configuration.summary
+    with open(configuration.profile, encoding='utf-8') as stream:
+        tags = _tags(stream.read())
+    assert 'transport_descriptor' not in tags and 'participant' not in tags
+    assert {'heartbeat_period', 'heartbeatPeriod'} & tags
+
+
 def test_another_rmw_gets_nothing_of_fast_dds(tmp_path):
     environ = {'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'}
     configuration = dds.configure(environ, cwd=str(tmp_path))

@@ -96,6 +96,7 @@ class Configuration:
     profile: str | None = None
     fast_dds: FastDds | None = None
     warnings: tuple[str, ...] = ()
+    segment_size: int | None = None
 
 
 def library_dirs(environ: Mapping[str, str] = os.environ) -> list[str]:
@@ -351,23 +352,35 @@ def configure(environ: MutableMapping[str, str] = os.environ, *,
     given = _user_profile(environ, fast_dds, os.getcwd() if cwd is None else cwd)
     if given is not None:
         source, path = given
+        warnings = []
+        if not os.path.isfile(path):
+            warnings.append(f'{path} ({source}) is not a file: Fast DDS loads nothing from it')
         foreign = foreign_tags(path, fast_dds.major)
-        warnings = ()
         if foreign:
-            warnings = (f'{path}: {fast_dds} rejects the whole file for the tag(s) '
-                        f'{", ".join(foreign)} (the other Fast DDS version\'s spelling)',)
+            warnings.append(f'{path}: {fast_dds} rejects the whole file for the tag(s) '
+                            f'{", ".join(foreign)} (the other Fast DDS version\'s spelling)')
         return Configuration(f'DDS: {fast_dds}, the profile {path} from {source}; the bridge '
                              'applies none of its own settings', fast_dds=fast_dds,
-                             warnings=warnings)
+                             warnings=tuple(warnings))
     variable = profile_variable(fast_dds)
-    text = profile_xml(fast_dds.major, local_discovery=rmw_adds_transports(environ, fast_dds))
-    profile = _write_profile(text, fast_dds.major)
+    # Transports the user chose by name stay theirs; the writer settings still apply.
+    builtin = environ.get('FASTDDS_BUILTIN_TRANSPORTS', '')
+    segment_size = None if builtin else SHM_SEGMENT_BYTES
+    text = profile_xml(fast_dds.major, local_discovery=rmw_adds_transports(environ, fast_dds),
+                       segment_size=segment_size)
+    try:
+        profile = _write_profile(text, fast_dds.major)
+    except OSError as exc:
+        return Configuration(f'DDS: {fast_dds} as it ships: the bridge could not write its '
+                             f'profile ({exc})', fast_dds=fast_dds)
     environ[variable] = profile
+    transports = (f'{SHM_SEGMENT_BYTES >> 20} MiB shared-memory segment' if segment_size
+                  else f'the transports of FASTDDS_BUILTIN_TRANSPORTS={builtin}')
     return Configuration(
         f'DDS: {fast_dds}, the bridge\'s own settings (writer heartbeat every '
-        f'{HEARTBEAT_PERIOD_MS} ms, {SHM_SEGMENT_BYTES >> 20} MiB shared-memory segment, data '
-        f'sharing off) from {profile}; set {variable} to use a profile of your own',
-        variable, profile, fast_dds)
+        f'{HEARTBEAT_PERIOD_MS} ms, {transports}, data sharing off) from {profile}; set '
+        f'{variable} to use a profile of your own', variable, profile, fast_dds,
+        segment_size=segment_size)
 
 
 def restore(configuration: Configuration,
@@ -407,8 +420,9 @@ def check_loaded(configuration: Configuration, maps: str = '/proc/self/maps') ->
     if expected is not None and loaded is not None and loaded.major != expected.major:
         return (f'DDS: the configuration was chosen for {expected} ({expected.source}) but this '
                 f'process loaded {loaded} ({loaded.source})')
-    if configuration.profile is not None and os.path.exists(maps) and not any(
-            size >= SHM_SEGMENT_BYTES for size in shm_segments(maps)):
+    segment_size = configuration.segment_size
+    if segment_size is not None and os.path.exists(maps) and not any(
+            size >= segment_size for size in shm_segments(maps)):
         return ('DDS: the bridge\'s Fast DDS settings did not take effect: Fast DDS had read its '
                 'profiles before (a participant created earlier in this process)')
     return None
