@@ -126,12 +126,14 @@ class Session:
     """The bridge executable, subscriber processes and a client node in this process."""
 
     def __init__(self, emulator, context, ack_timeout_s: float,
-                 bridge_environment: dict[str, str] | None = None) -> None:
+                 bridge_environment: dict[str, str] | None = None,
+                 bridge_arguments: tuple[str, ...] = ()) -> None:
         self.emulator = emulator
         self.log = tempfile.TemporaryFile(mode='w+')
         self.bridge = subprocess.Popen(
             [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
-             '-p', f'port:={emulator.control_port}', '-p', f'ack_timeout_s:={ack_timeout_s}'],
+             '-p', f'port:={emulator.control_port}', '-p', f'ack_timeout_s:={ack_timeout_s}',
+             *bridge_arguments],
             stdout=self.log, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, **(bridge_environment or {})})
         self.readers: list[Reception] = []
@@ -264,9 +266,11 @@ class Session:
 def session_factory(ros_context, emulator_factory):
     sessions = []
 
-    def start(ack_timeout_s: float = 5.0, bridge_environment=None) -> Session:
+    def start(ack_timeout_s: float = 5.0, bridge_environment=None,
+              bridge_arguments: tuple[str, ...] = ()) -> Session:
         emulator = emulator_factory(vehicles=AGENTS, lockstep=True, drive='hold')
-        session = Session(emulator, ros_context, ack_timeout_s, bridge_environment)
+        session = Session(emulator, ros_context, ack_timeout_s, bridge_environment,
+                          bridge_arguments)
         sessions.append(session)
         return session
 

@@ -193,14 +193,10 @@ class SessionBridge:
         namespace = f'{self.node.get_namespace().rstrip("/")}/{agent}'
         process = SensorProcess(agent, namespace, settings,
                                 ack_timeout_s=self.parameters.ack_timeout_s,
-                                deadlines=self.lockstep.deadlines, owner=self.node.get_name(),
-                                log=self._log)
+                                deadlines=self.lockstep.deadlines, node=self.node)
         process.start()
         self.shared.add_diagnostics(process.diagnostic_statuses)
         self.processes.append(process)
-
-    def _log(self, level: str, text: str) -> None:
-        getattr(self.logger, level)(text)
 
     def _streams(self) -> list[DeliverySource]:
         """

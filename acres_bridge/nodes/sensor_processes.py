@@ -35,8 +35,9 @@ of one process is left out of a step.
 
 A child never outlives its parent: it ends when the channel closes, which the kernel does when
 the parent exits in any way (Ctrl-C, SIGTERM, an exception, SIGKILL), and on its own SIGINT or
-SIGTERM (a terminal's Ctrl-C reaches the whole process group). The parent ends its children
-in :meth:`SensorProcess.stop`: it closes the channel, waits, then sends SIGTERM and SIGKILL.
+SIGTERM. It runs in a session of its own, so a terminal's Ctrl-C reaches the parent only, which
+ends its children in :meth:`SensorProcess.stop`: it closes the channel, waits, then sends
+SIGTERM and SIGKILL.
 """
 
 import argparse
@@ -117,20 +118,19 @@ class SensorProcess:
     :param settings: the stream's settings, given to the child node as parameters.
     :param ack_timeout_s: the child's acknowledgement time-out after each barrier.
     :param deadlines: the session lockstep's deadlines (bounds the child's answer).
-    :param owner: the parent node's name, the first word of the diagnostic status.
-    :param log: logs one line at a level (``'info'``, ``'warning'``, ``'error'``).
+    :param node: the session's node: its log, its name (first word of the diagnostic status)
+        and its context (a child that ends while the session shuts down is no error).
     """
 
     def __init__(self, name: str, namespace: str, settings: SensorBridgeParameters, *,
-                 ack_timeout_s: float, deadlines: Deadlines, owner: str,
-                 log: Callable[[str, str], None]) -> None:
+                 ack_timeout_s: float, deadlines: Deadlines, node: Any) -> None:
         self.name = name
         self.namespace = namespace
         self.settings = settings
         self.ack_timeout_s = ack_timeout_s
         self._deadlines = deadlines
-        self._owner = owner
-        self._log = log
+        self._node = node
+        self._logger = node.get_logger()
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[concurrent.futures.Future, int, float]] = {}
         self._ids = itertools.count(1)
@@ -153,12 +153,18 @@ class SensorProcess:
                 '--parameters', json.dumps(values)]
 
     def start(self) -> None:
-        """Start the child; its output goes where the parent's goes."""
+        """
+        Start the child; its output goes where the parent's goes.
+
+        It runs in a session of its own, so that a terminal's Ctrl-C reaches the parent only
+        (a child interrupted while it imports would print a traceback); it ends when the
+        parent closes the channel or exits.
+        """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.process = subprocess.Popen(self.argv(theirs.fileno()),
                                             pass_fds=(theirs.fileno(),),
-                                            stdin=subprocess.DEVNULL)
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError:
             ours.close()
             raise
@@ -169,7 +175,7 @@ class SensorProcess:
         self._reader = threading.Thread(target=self._read, name=f'sensor-process:{self.name}',
                                         daemon=True)
         self._reader.start()
-        self._log('info', f'sensor stream {self.name}: process {self.process.pid} '
+        self._logger.info(f'sensor stream {self.name}: process {self.process.pid} '
                           f'({self.namespace}/{NODE_NAME}) on port {self.settings.port}')
 
     @property
@@ -235,12 +241,12 @@ class SensorProcess:
             stopping = self._stopping
         for future in pending:
             _settle(future, error=self._ended_error())
-        if not stopping:
+        if not stopping and self._node.context.ok():
             try:
                 code = self.process.wait(STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 code = None
-            self._log('error', f'sensor stream {self.name}: its process {self.pid} ended '
+            self._logger.error(f'sensor stream {self.name}: its process {self.pid} ended '
                                f'(exit code {code}); its topics are not published until the '
                                'session restarts')
 
@@ -258,7 +264,8 @@ class SensorProcess:
         else:
             level, message = DiagnosticStatus.ERROR, f'ended with exit code {code}'
         return [DiagnosticStatus(
-            level=level, name=f'{self._owner}: {self.name} sensor process', message=message,
+            level=level, name=f'{self._node.get_name()}: {self.name} sensor process',
+            message=message,
             hardware_id=f'{self.settings.address}:{self.settings.port}',
             values=[KeyValue(key=key, value=str(value)) for key, value in values.items()])]
 
@@ -280,7 +287,7 @@ class SensorProcess:
         if process is not None:
             for escalate in (None, signal.SIGTERM, signal.SIGKILL):
                 if escalate is not None:
-                    self._log('warning', f'sensor stream {self.name}: process {process.pid} '
+                    self._logger.warning(f'sensor stream {self.name}: process {process.pid} '
                                          f'did not end in {timeout_s:g} s, sending '
                                          f'{escalate.name}')
                     process.send_signal(escalate)
