@@ -46,7 +46,8 @@ def test_the_defaults_are_the_contracts():
     assert bridge_parameters_from_values({}) == BridgeParameters(
         host='127.0.0.1', address='127.0.0.1', port=5600, sensor_ports=(), timeout_s=10.0,
         reconnect_s=1.0, frame_prefix='', publish_clock=True, publish_tf='none',
-        world_frame='world', point_fields='xyzi', lidar_sweep_s=-1.0, point_time_origin='end')
+        world_frame='world', point_fields='xyzi', lidar_sweep_s=-1.0, point_time_origin='end',
+        ack_timeout_s=5.0, sensor_processes='auto')
     assert [spec.name for spec in SENSOR_BRIDGE_PARAMETERS] == [
         'host', 'port', 'frame_prefix', 'publish_clock', 'publish_tf', 'world_frame',
         'point_fields', 'lidar_sweep_s', 'point_time_origin', 'reconnect_s']
@@ -55,7 +56,20 @@ def test_the_defaults_are_the_contracts():
     assert {spec.name for spec in BRIDGE_PARAMETERS} == {
         'host', 'port', 'sensor_ports', 'timeout_s', 'reconnect_s', 'frame_prefix',
         'publish_clock', 'publish_tf', 'world_frame', 'point_fields', 'lidar_sweep_s',
-        'point_time_origin'}
+        'point_time_origin', 'ack_timeout_s', 'sensor_processes'}
+
+
+@pytest.mark.parametrize(('value', 'one', 'several'), [
+    ('auto', False, True), ('in_process', False, False), ('per_agent', True, True)])
+def test_sensor_processes_decides_per_agent_by_the_stream_count(value, one, several):
+    settings = bridge_parameters_from_values({'sensor_processes': value})
+    assert (settings.processes_per_agent(1), settings.processes_per_agent(2)) == (one, several)
+
+
+def test_sensor_processes_refuses_other_values():
+    with pytest.raises(ParameterError, match='parameter sensor_processes: .*one of auto, '
+                                             'in_process, per_agent'):
+        bridge_parameters_from_values({'sensor_processes': 'threads'})
 
 
 def test_settings_are_frozen():
