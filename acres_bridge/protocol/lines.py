@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-JSON lines, the framing of the control channel: one JSON object per line, ended by ``\n``.
+JSON lines, the framing of the control channel: one JSON object per line, ended by LF.
 
 ``LineSplitter`` cuts a byte stream into its lines and keeps the unfinished rest, so that the
 client, the emulator and the fault proxy read the channel the same way; ``is_int`` and
