@@ -45,7 +45,7 @@ from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
 
 pytestmark = pytest.mark.ros
-TIMEOUT_S = 30.0
+TIMEOUT_S = 60.0
 ROOT = Path(__file__).resolve().parents[1]
 INSTALLED = Path(sys.executable).parent.parent / 'lib' / 'acres_bridge' / 'lidar_recorder'
 
@@ -145,7 +145,8 @@ def _step(channel: JsonChannel, scans: int) -> None:
         assert reply['result'] == 1, reply
 
 
-def _step_until(channel: JsonChannel, folder: Path, rows: int) -> int:
+def _step_until(channel: JsonChannel, folder: Path, rows: int,
+                recorder: 'Recorder | None' = None) -> int:
     """
     Step 4 scans at a time until scans.npy holds at least ``rows`` rows; return them.
 
@@ -160,7 +161,9 @@ def _step_until(channel: JsonChannel, folder: Path, rows: int) -> int:
             return _rows(folder)
         except AssertionError:
             continue
-    raise AssertionError(f'scans.npy never reached {rows} rows (has {_rows(folder)})')
+    output = '' if recorder is None else recorder.output()[-3000:]
+    raise AssertionError(f'scans.npy never reached {rows} rows (has {_rows(folder)}); the '
+                         f'recorder said:\n{output}')
 
 
 def test_ctrl_c_commits_a_crash_keeps_what_was_committed_and_a_restart_appends(
@@ -173,7 +176,7 @@ def test_ctrl_c_commits_a_crash_keeps_what_was_committed_and_a_restart_appends(
     first = Recorder(tmp_path, tmp_path / 'first.log')
     started.append(first)
     _subscribed(bridge)
-    _step_until(channel, folder, 20)
+    _step_until(channel, folder, 20, first)
     assert first.stop(signal.SIGINT) == 0, first.output()
     took = int(re.search(r'(\d+) scans in ', first.output()).group(1))
     assert not list(folder.glob('.*.tmp'))
@@ -192,7 +195,7 @@ def test_ctrl_c_commits_a_crash_keeps_what_was_committed_and_a_restart_appends(
     # Run 2 appends; a SIGKILL after a commit keeps the committed scans only.
     second = Recorder(tmp_path, tmp_path / 'second.log')
     started.append(second)
-    committed = _step_until(channel, folder, took + 12)
+    committed = _step_until(channel, folder, took + 12, second)
     assert second.stop(signal.SIGKILL) == -signal.SIGKILL
     sequence = _check_scans(folder, tap)
     committed = len(sequence)
@@ -205,7 +208,7 @@ def test_ctrl_c_commits_a_crash_keeps_what_was_committed_and_a_restart_appends(
     (folder / '.range-00000.npy.deadbeef.tmp').write_bytes(b'left by a killed writer')
     third = Recorder(tmp_path, tmp_path / 'third.log')
     started.append(third)
-    _step_until(channel, folder, committed + 4)
+    _step_until(channel, folder, committed + 4, third)
     assert third.stop(signal.SIGINT) == 0, third.output()
     assert not list(folder.glob('.*.tmp'))
     sequence = _check_scans(folder, tap)
