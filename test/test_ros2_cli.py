@@ -79,6 +79,26 @@ def _ok(args: list[str], timeout_s: float = 60.0) -> str:
     return result.stdout
 
 
+def test_missing_tools_fail_in_a_prefix_made_with_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the tools, a prefix that has (or could have) them fails; only another skips."""
+    import ros2_tools
+    monkeypatch.setattr(ros2_tools, 'PREFIX', tmp_path)
+    monkeypatch.setattr(ros2_tools, 'ENV_SCRIPT', tmp_path / 'setup.bash')
+    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
+    (tmp_path / '.acres-setup').mkdir()
+    (tmp_path / '.acres-setup' / 'tooling.stamp').write_text('')
+    with pytest.raises(pytest.fail.Exception, match='the ros2 tools are missing'):
+        ros2_tools.require_tooling()
+    (tmp_path / '.acres-setup' / 'tooling.stamp').unlink()
+    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path)       # a ros-tooling folder exists
+    with pytest.raises(pytest.fail.Exception, match='run tools/bootstrap.py'):
+        ros2_tools.require_tooling()
+    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
+    with pytest.raises(pytest.skip.Exception, match='no .*no-ros-tooling to install them'):
+        ros2_tools.require_tooling()
+
+
 def test_ros2_pkg_prefix_is_the_prefix() -> None:
     require_tooling()
     assert _ok(['ros2', 'pkg', 'prefix', PACKAGE]).strip() == str(PREFIX)
@@ -181,23 +201,3 @@ def test_ros2_action_send_goal_simulate_steps(session: Session, ros_context: obj
         assert 'Feedback:' in sent, sent
     finally:
         _set_simulation_state(ros_context, 1)
-
-
-def test_missing_tools_fail_in_a_prefix_made_with_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the tools, a prefix that has (or could have) them fails; only another skips."""
-    import ros2_tools
-    monkeypatch.setattr(ros2_tools, 'PREFIX', tmp_path)
-    monkeypatch.setattr(ros2_tools, 'ENV_SCRIPT', tmp_path / 'setup.bash')
-    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
-    (tmp_path / '.acres-setup').mkdir()
-    (tmp_path / '.acres-setup' / 'tooling.stamp').write_text('')
-    with pytest.raises(pytest.fail.Exception, match='the ros2 tools are missing'):
-        ros2_tools.require_tooling()
-    (tmp_path / '.acres-setup' / 'tooling.stamp').unlink()
-    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path)       # a ros-tooling folder exists
-    with pytest.raises(pytest.fail.Exception, match='run tools/bootstrap.py'):
-        ros2_tools.require_tooling()
-    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
-    with pytest.raises(pytest.skip.Exception, match='no .*no-ros-tooling to install them'):
-        ros2_tools.require_tooling()
