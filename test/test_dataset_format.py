@@ -343,3 +343,21 @@ def test_a_robosense_style_cloud_is_stored_like_the_bridges(tmp_path):
     assert calibration.first_column == turn and calibration.firing_clockwise
     assert calibration.last_column_at_stamp
     assert np.allclose(calibration.ring_firing_s, ring_offsets - ring_offsets.mean(), atol=2e-7)
+
+
+@pytest.mark.parametrize('change, message', [
+    ({'height': 1, 'width': 8}, 'not organised'),
+    ({'is_bigendian': True}, 'big-endian'),
+    ({'fields': [PointField(name='x', offset=0, datatype=7, count=1)]}, 'no field y, z'),
+    ({'row_step': 10 * 16}, 'bytes'),
+    ({'data': bytes(16 * 8 * 4 - 1)}, 'bytes'),
+])
+def test_a_cloud_the_recorder_cannot_use_is_refused_with_the_reason(change, message):
+    cloud = PointCloud2(height=4, width=8, point_step=16, row_step=16 * 8, is_dense=False,
+                        fields=[PointField(name=name, offset=4 * i, datatype=7, count=1)
+                                for i, name in enumerate(('x', 'y', 'z', 'intensity'))])
+    cloud.data = bytes(16 * 8 * 4)
+    for name, value in change.items():
+        setattr(cloud, name, value)
+    with pytest.raises(DatasetError, match=message):
+        cloud_to_organised(cloud)
