@@ -15,7 +15,9 @@
 """The life of an executable's process, shared by the three nodes' ``main()``."""
 
 from collections.abc import Callable
+import signal
 import sys
+import threading
 
 import rclpy
 from rclpy.executors import Executor
@@ -60,11 +62,23 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        _quiet_interrupts()
         executor.shutdown()
         if destroy is not None:
             destroy()
         rclpy.try_shutdown()
     return 0
+
+
+def _quiet_interrupts() -> None:
+    """
+    Let no further SIGINT interrupt the shutdown.
+
+    Ctrl-C under ros2 launch brings two SIGINTs: the terminal's, then launch's own. The second
+    must not raise KeyboardInterrupt in the middle of destroying the nodes.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda signum, frame: None)
 
 
 def _log_configuration(program: str, configuration: dds.Configuration) -> None:

@@ -117,7 +117,8 @@ class SharedPublishers:
     def remove_static_transforms(self, owner: object) -> None:
         """Forget the static transforms of ``owner``; publish the rest if it had any."""
         with self._lock:
-            if self._static.pop(id(owner), None) is not None and self._static:
+            if self._static.pop(id(owner), None) is not None and self._static and (
+                    self._node.context.ok()):     # not after Ctrl-C shut the context down
                 self._publish_static_locked()
 
     def _publish_static_locked(self) -> None:
