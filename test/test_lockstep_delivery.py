@@ -33,6 +33,7 @@ import threading
 import time
 
 from conftest import SpinningExecutor
+from conftest import wait_until
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
@@ -40,7 +41,6 @@ import rclpy
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from sim_control_graph import wait_for
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
@@ -118,10 +118,6 @@ def expected_counts(emulator, total_steps: int, calls: int) -> dict[str, int]:
     return counts
 
 
-def wait_until(predicate, what: str, timeout_s: float = WAIT_S) -> None:
-    wait_for(predicate, timeout_s, what)
-
-
 class Session:
     """The bridge executable, subscriber processes and a client node in this process."""
 
@@ -161,7 +157,7 @@ class Session:
             with self._status_lock:
                 found[:] = [status for status in self.statuses if predicate(status)]
             return bool(found)
-        wait_until(seen, 'a lockstep status in /diagnostics')
+        wait_until(seen, what='a lockstep status in /diagnostics', timeout_s=WAIT_S)
         return found[-1]
 
     def add_reader(self, name: str, reliability: str = 'reliable') -> Reception:
@@ -177,7 +173,7 @@ class Session:
         assert self.service.wait_for_service(timeout_sec=WAIT_S), self.output()
         assert self.action.wait_for_server(timeout_sec=WAIT_S), self.output()
         wait_until(lambda: all(stream.has_client for stream in self.emulator.streams),
-                   'the bridge to connect both sensor streams')
+                   what='the bridge to connect both sensor streams', timeout_s=WAIT_S)
         for reader in self.readers:
             assert reader.matched.wait(WAIT_S), 'a subscriber process never matched'
         # Steps, unchecked, until one reaches every reader in full: then each stream is
