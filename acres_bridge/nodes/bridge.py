@@ -32,6 +32,11 @@ under running clients.
 Lockstep (nodes/lockstep.py): sim_control answers a step only after every connected stream
 published the barrier of the step's reply and every reliable reader acknowledged every message
 of the step (bounded by ``ack_timeout_s``), so a client that steps and then reads has all of it.
+
+``sensor_processes`` says where the streams run: in this process (``in_process``), or each in
+a child process of its own (``per_agent``: a ``sensor_bridge`` node in the agent's namespace,
+nodes/sensor_processes.py), which lockstep asks for each step's barrier and acknowledgements;
+``auto`` takes in_process for one agent and per_agent for several.
 """
 
 from collections.abc import Callable
