@@ -80,7 +80,8 @@ def session_graph(ros_context, emulator_factory):
     emulator = emulator_factory(vehicles=('polaris', 'maxxum'), lockstep=True, drive='hold')
     session_executor = MultiThreadedExecutor(num_threads=2, context=ros_context)
     session = SessionBridge(session_executor, context=ros_context, parameter_overrides=[
-        Parameter('port', value=emulator.control_port)])
+        Parameter('port', value=emulator.control_port),
+        Parameter('sensor_processes', value='in_process')])   # the bridges of this process
     spinner = threading.Thread(target=session_executor.spin, daemon=True)
     spinner.start()
     client_spinner = SpinningExecutor(ros_context)
