@@ -272,27 +272,35 @@ class LidarRecorder:
         index = self._map
         if index is not None and self._order == (0, -1):
             index = None                                # the format's order already
-        # float64, so that the only error of a stored range is its 2.5 mm step.
-        vector = (xyz if index is None else xyz[:, index]).astype(np.float64)
-        xyz = vector.astype(np.float32) if self._beam_due() else None
-        vector -= self._lens[np.newaxis]
-        distance = np.sqrt(np.einsum('ijk,ijk->ij', vector, vector))
+        # The arithmetic runs column by column, (columns, rings): the memory order of the
+        # bridge's clouds, so the float copies read the message in order; only the small
+        # results are turned to (rings, columns). float64, so that the only error of a stored
+        # range is its 2.5 mm step.
+        by_column = np.swapaxes(xyz, 0, 1)
+        vector = (by_column if index is None else by_column[index]).astype(np.float64)
+        beam_xyz = (np.swapaxes(vector, 0, 1).astype(np.float32) if self._beam_due()
+                    else None)
+        vector -= self._lens[:, np.newaxis]
+        distance_by_column = np.sqrt(np.einsum('ijk,ijk->ij', vector, vector))
         with np.errstate(invalid='ignore'):
-            value = np.rint(distance * (1.0 / RANGE_STEP_M))
-            keep = value <= MAX_RANGE_VALUE              # False for NaN: no return
+            value = np.rint(distance_by_column * (1.0 / RANGE_STEP_M))
+            keep_by_column = value <= MAX_RANGE_VALUE    # False for NaN: no return
             clipped = int(np.count_nonzero(value > MAX_RANGE_VALUE))
             np.maximum(value, 1.0, out=value)
-        np.copyto(value, 0.0, where=~keep)
-        range_value = value.astype(np.uint16)
+        np.copyto(value, 0.0, where=~keep_by_column)
+        range_value = np.ascontiguousarray(value.astype(np.uint16).T)
         intensity = None
         if cloud.intensity is not None:
-            source = cloud.intensity if index is None else cloud.intensity[:, index]
+            source = np.swapaxes(cloud.intensity, 0, 1)
+            source = source if index is None else source[index]
             with np.errstate(invalid='ignore'):
                 source = np.clip(np.rint(source), 0.0, 255.0)
-            np.copyto(source, 0.0, where=~keep)
-            intensity = source.astype(np.uint8)
-        if xyz is not None:
-            self._beams.add(xyz, keep)
+            np.copyto(source, 0.0, where=~keep_by_column)
+            intensity = np.ascontiguousarray(source.astype(np.uint8).T)
+        keep = keep_by_column.T
+        distance = distance_by_column.T
+        if beam_xyz is not None:
+            self._beams.add(beam_xyz, keep)
         if self._firing is None or self._firing_from == 'scan period':
             self._estimate_firing(cloud, index)
         returns = int(np.count_nonzero(keep))

@@ -60,11 +60,11 @@ from acres_bridge.nodes.parameters import declare_lidar_recorder_parameters
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.process import run_until_shutdown
 
-# At ten times real time 100 clouds arrive per second: half a second of them may wait while a
-# shard is handed to the writer. Odometry comes at 1000/s at 10x, and the executor takes one
+# At ten times real time 100 clouds arrive per second: a second of them (about 92 MB) may wait
+# while the process is short of CPU. Odometry comes at 1000/s at 10x, and the executor takes one
 # message per subscription and wake-up, so behind a queue of clouds it takes fewer: a short
 # queue keeps the newest samples (0.2 s at 10x, 2 s at 1x), which is what the poses need.
-POINTS_DEPTH = 50
+POINTS_DEPTH = 100
 ODOMETRY_DEPTH = 200
 FIX_DEPTH = 100
 POLL_PERIOD_S = 1.0
