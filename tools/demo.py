@@ -57,7 +57,6 @@ import time
 from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
-DDS_PROFILE = ROOT / 'config' / 'fastdds_large_data.xml'
 READY = re.compile(r'ACRES_SIM_EMULATOR_READY control=(\d+) sensors=([\d,]+)')
 # Console scripts of setup.py, to run by module where the script is not installed.
 ENTRY_POINTS = {
@@ -227,11 +226,15 @@ def _environment(args: argparse.Namespace) -> dict[str, str]:
         env['ROS_LOCALHOST_ONLY'] = '1'
     else:
         env.pop('ROS_LOCALHOST_ONLY', None)
-    if args.dds_profile and DDS_PROFILE.is_file():
-        # The prefix is Kilted (Fast DDS 3), which reads FASTDDS_ and warns about FASTRTPS_.
-        env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
-        env.update({'FASTDDS_DEFAULT_PROFILES_FILE': str(DDS_PROFILE),
-                    'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'})
+    if args.dds_profile:
+        # The profile spelled for the prefix's Fast DDS, under the one variable it reads
+        # (3.x: FASTDDS_..., 2.x: FASTRTPS_...); each rejects the other's whole file.
+        from acres_bridge.nodes import dds
+        fast_dds = dds.find_fast_dds()
+        if fast_dds is not None:
+            env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
+            env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+            env.update(dds.shipped_profile_environment(fast_dds))
     # The children import acres_bridge from this tree even without an installed package.
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')]))
     return env
@@ -263,7 +266,8 @@ def _parser() -> argparse.ArgumentParser:
                         help='session: the acres_bridge executable; nodes: sim_control and a '
                              'sensor_bridge per vehicle; auto: session when it exists')
     parser.add_argument('--no-dds-profile', dest='dds_profile', action='store_false',
-                        help='do not use config/fastdds_large_data.xml')
+                        help='do not use the shipped Fast DDS profile '
+                             '(config/fastdds_large_data.xml; fastdds2_... on 2.x)')
     parser.add_argument('--pictures', type=int, default=None,
                         help='stop once the viewer has drawn both pictures of every vehicle '
                              'this many times (--duration still bounds the run)')
