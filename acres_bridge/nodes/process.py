@@ -61,6 +61,12 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:
+        # Ctrl-C shuts the context down under the executor; a take in flight then fails
+        # (Jazzy's rclpy: "Unable to convert call argument"). After shutdown that is the end
+        # of the process, not an error; before it, it is one.
+        if rclpy.ok():
+            raise
     finally:
         _quiet_interrupts()
         executor.shutdown()
