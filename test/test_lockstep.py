@@ -25,14 +25,17 @@ import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.topic_endpoint_info import TopicEndpointInfo
 
 from acres_bridge.nodes.lockstep import BarrierTimeout
 from acres_bridge.nodes.lockstep import BarrierTracker
 from acres_bridge.nodes.lockstep import Deadlines
 from acres_bridge.nodes.lockstep import FutureWaiter
 from acres_bridge.nodes.lockstep import Lockstep
+from acres_bridge.nodes.lockstep import reader_label
 from acres_bridge.nodes.lockstep import StepReport
 from acres_bridge.nodes.lockstep import StreamReport
+from acres_bridge.nodes.lockstep import UNKNOWN_NODE_NAME
 
 pytestmark = pytest.mark.ros
 WAIT_S = 10.0
@@ -224,3 +227,16 @@ def test_a_step_combines_its_streams_and_says_what_was_late(ros_context):
     finally:
         lockstep.destroy()
         node.destroy_node()
+
+
+def test_a_reader_is_named_by_its_node_or_else_by_its_gid():
+    named = TopicEndpointInfo(node_name='stalled_reader', node_namespace='/',
+                              endpoint_gid=[1, 15, 171])
+    nested = TopicEndpointInfo(node_name='reader', node_namespace='/polaris/',
+                               endpoint_gid=[2])
+    unnamed = TopicEndpointInfo(node_name=UNKNOWN_NODE_NAME,
+                                node_namespace='_NODE_NAMESPACE_UNKNOWN_',
+                                endpoint_gid=[1, 15, 171])
+    assert reader_label(named) == '/stalled_reader'
+    assert reader_label(nested) == '/polaris/reader'
+    assert reader_label(unnamed) == 'unnamed reader 01.0f.ab'

@@ -63,6 +63,7 @@ from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import ReliabilityPolicy
+from rclpy.topic_endpoint_info import TopicEndpointInfo
 
 from acres_bridge.conversions.diagnostics import format_value
 
@@ -337,14 +338,31 @@ class DeliverySource(Protocol):
         """
 
 
+UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'
+
+
+def unnamed_reader_label(gid: Iterable[int]) -> str:
+    """Name a subscription whose node is unknown by its endpoint GID."""
+    return 'unnamed reader ' + '.'.join(f'{byte:02x}' for byte in gid)
+
+
+def reader_label(info: TopicEndpointInfo) -> str:
+    """
+    Name a subscription by its node's full name, or by its GID while the node is unknown.
+
+    A node's name reaches other processes in a message of its own (ros_discovery_info), after
+    its endpoints; a reader that stalls before that message got through stays unnamed here,
+    and its GID is then what identifies it (``ros2 topic info --verbose`` shows the same).
+    """
+    if info.node_name == UNKNOWN_NODE_NAME:
+        return unnamed_reader_label(info.endpoint_gid)
+    return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
+
+
 def reliable_readers(node: Node, topic: str) -> tuple[str, ...]:
-    """Return the full names of the reliable subscribers of ``topic`` in the graph."""
-    names = []
-    for info in node.get_subscriptions_info_by_topic(topic):
-        if info.qos_profile.reliability == ReliabilityPolicy.RELIABLE:
-            namespace = info.node_namespace.rstrip('/')
-            names.append(f'{namespace}/{info.node_name}')
-    return tuple(sorted(names))
+    """Return the names (see reader_label) of the reliable subscribers of ``topic``."""
+    return tuple(sorted(reader_label(info) for info in node.get_subscriptions_info_by_topic(topic)
+                        if info.qos_profile.reliability == ReliabilityPolicy.RELIABLE))
 
 
 def wait_for_acks(node: Node, publishers: Iterable[Publisher],
