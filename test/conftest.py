@@ -22,6 +22,7 @@ so two runs on one machine do not see each other.
 
 from collections.abc import Callable
 from collections.abc import Iterator
+import functools
 import importlib.metadata
 import os
 import threading
@@ -29,6 +30,8 @@ import time
 from typing import Any
 
 import pytest
+
+from acres_bridge.nodes import dds
 
 
 def ros_distro() -> str:
@@ -51,16 +54,15 @@ def local_discovery(environ: dict[str, str]) -> dict[str, str]:
     """
     Keep DDS discovery on this host in an environment (changed in place and returned).
 
-    Humble knows only ROS_LOCALHOST_ONLY; later distributions read the range, and Jazzy warns
-    on stderr of every process that ROS_LOCALHOST_ONLY is deprecated, so it is removed there.
-    Use it for the environment of a child process: ``local_discovery(dict(os.environ))``.
+    The bridge's own rule (dds.keep_discovery_local). Use it for the environment of a child
+    process: ``local_discovery(dict(os.environ))``.
     """
-    environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    if ros_distro() == 'humble':
-        environ['ROS_LOCALHOST_ONLY'] = '1'
-    else:
-        environ.pop('ROS_LOCALHOST_ONLY', None)
-    return environ
+    return dds.keep_discovery_local(environ, _fast_dds())
+
+
+@functools.cache
+def _fast_dds() -> object:
+    return dds.find_fast_dds()
 
 
 # Set before any test module imports rclpy (conftest.py is imported first).

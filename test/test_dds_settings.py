@@ -305,6 +305,16 @@ def test_rmw_adds_its_own_transports_exactly_where_each_distribution_does():
     assert not dds.rmw_adds_transports(subnet, kilted)
 
 
+def test_discovery_is_kept_local_with_the_variables_each_distribution_reads():
+    kilted, jazzy, humble = dds.FastDds(3, 2, ''), dds.FastDds(2, 14, ''), dds.FastDds(2, 6, '')
+    user = {'ROS_LOCALHOST_ONLY': '1', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET', 'HOME': '/h'}
+    for version in (kilted, jazzy):     # Jazzy warns of the old variable, Kilted ignores it
+        assert dds.keep_discovery_local(dict(user), version) == {
+            'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'HOME': '/h'}
+    assert dds.keep_discovery_local(dict(user), humble) == {
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'ROS_LOCALHOST_ONLY': '1', 'HOME': '/h'}
+
+
 def test_a_profile_of_the_user_takes_precedence_and_sets_nothing(tmp_path):
     fast_dds = _fast_dds()
     variable = dds.profile_variable(fast_dds)

@@ -43,7 +43,6 @@ pictures and every child stopped cleanly.
 
 import argparse
 from collections.abc import Sequence
-import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
@@ -206,31 +205,14 @@ def _dataset_summary(root: Path, started: float) -> str:
     return '\n'.join(lines) or f'demo: no sequence written below {root / "demo"}'
 
 
-def _ros_distro() -> str:
-    """Name the distribution of this Python's rclpy: its wheel's version, else ROS_DISTRO."""
-    fallback = os.environ.get('ROS_DISTRO', '').lower()
-    try:
-        major = int(importlib.metadata.version('ros-rclpy').split('.')[0])
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return fallback
-    return {3: 'humble', 4: 'iron', 7: 'jazzy', 9: 'kilted'}.get(major, fallback)
-
-
 def _environment(args: argparse.Namespace) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST',
-                'ROS_DOMAIN_ID': str(args.domain_id), 'PYTHONUNBUFFERED': '1'})
-    # Humble reads ROS_LOCALHOST_ONLY; Jazzy reads the range and warns about the old variable
-    # in every process, Kilted ignores it.
-    if _ros_distro() == 'humble':
-        env['ROS_LOCALHOST_ONLY'] = '1'
-    else:
-        env.pop('ROS_LOCALHOST_ONLY', None)
+    from acres_bridge.nodes import dds
+    fast_dds = dds.find_fast_dds()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain_id), PYTHONUNBUFFERED='1')
+    dds.keep_discovery_local(env, fast_dds)
     if args.dds_profile:
         # The profile spelled for the prefix's Fast DDS, under the one variable it reads
         # (3.x: FASTDDS_..., 2.x: FASTRTPS_...); each rejects the other's whole file.
-        from acres_bridge.nodes import dds
-        fast_dds = dds.find_fast_dds()
         if fast_dds is not None:
             env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
             env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)

@@ -89,10 +89,10 @@ def _environment(domain_id: int, configuration: str) -> dict[str, str]:
     """Set this process's DDS environment (its subscriber's) and return the children's."""
     from acres_bridge.nodes import dds
     fast_dds = dds.find_fast_dds()
-    for name in (*dds.USER_VARIABLES, 'ROS_LOCALHOST_ONLY'):
+    for name in dds.USER_VARIABLES:
         os.environ.pop(name, None)
-    # ROS_LOCALHOST_ONLY on Humble only: Jazzy warns about it in every process.
-    os.environ.update(dds.local_graph_environment(fast_dds), ROS_DOMAIN_ID=str(domain_id))
+    dds.keep_discovery_local(os.environ, fast_dds)
+    os.environ['ROS_DOMAIN_ID'] = str(domain_id)
     if configuration == 'profile':
         os.environ.update(dds.shipped_profile_environment(fast_dds))
     os.environ.setdefault('RCUTILS_LOGGING_SEVERITY_THRESHOLD', 'WARN')

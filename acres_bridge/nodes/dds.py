@@ -279,6 +279,19 @@ def local_graph_environment(fast_dds: FastDds | None) -> dict[str, str]:
     return environment
 
 
+def keep_discovery_local(environ: MutableMapping[str, str],
+                         fast_dds: FastDds | None) -> MutableMapping[str, str]:
+    """
+    Confine discovery in ``environ`` to this host (changed in place and returned).
+
+    The variables of :func:`local_graph_environment`, and no ``ROS_LOCALHOST_ONLY`` where that
+    does not want it: for a child process's environment, or this process's before rclpy loads.
+    """
+    environ.pop('ROS_LOCALHOST_ONLY', None)
+    environ.update(local_graph_environment(fast_dds))
+    return environ
+
+
 # Every variable by which a user configures Fast DDS for rmw_fastrtps.
 USER_VARIABLES = (*PROFILE_VARIABLES.values(), 'RMW_FASTRTPS_USE_QOS_FROM_XML',
                   'FASTDDS_BUILTIN_TRANSPORTS')
