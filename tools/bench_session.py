@@ -61,12 +61,12 @@ for path in (ROOT, TOOLS):
         sys.path.insert(0, path)
 
 # The child protocol, stamp keys and message types of tools/benchmark.py.
-from benchmark import _Commands  # noqa: E402, I100
-from benchmark import _message_types  # noqa: E402
-from benchmark import _qos  # noqa: E402
-from benchmark import _say  # noqa: E402
-from benchmark import cdr_stamp_key  # noqa: E402
+from benchmark import cdr_stamp_key  # noqa: E402, I100
 from benchmark import Child  # noqa: E402
+from benchmark import Commands  # noqa: E402
+from benchmark import message_types  # noqa: E402
+from benchmark import qos_profile  # noqa: E402
+from benchmark import say  # noqa: E402
 from benchmark import stamp_key  # noqa: E402
 
 from acres_bridge.nodes import dds  # noqa: E402, I100  (no rclpy in the harness)
@@ -123,23 +123,23 @@ def role_emulator(args: argparse.Namespace) -> int:
                                     time.monotonic()))
             return queued
         stream._queue_locked = recording
-    commands = _Commands()
+    commands = Commands()
     ports = ','.join(str(port) for port in emulator.sensor_ports)
-    _say(f'READY control={emulator.control_port} sensors={ports}')
+    say(f'READY control={emulator.control_port} sensors={ports}')
     while (command := commands.get()) != 'stop':
         if command == 'drain':
             drained = all(stream.wait_drained(DRAIN_TIMEOUT_S) for stream in emulator.streams)
-            _say(f'DRAINED {drained}')
+            say(f'DRAINED {drained}')
         elif command == 'reset':
             with lock:
                 records.clear()
-            _say('RESET')
+            say('RESET')
         elif command == 'clients':
-            _say(f'CLIENTS {sum(stream.has_client for stream in emulator.streams)}')
+            say(f'CLIENTS {sum(stream.has_client for stream in emulator.streams)}')
     emulator.stop()
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(records, stream)
-    _say(f'DONE frames={len(records)}')
+    say(f'DONE frames={len(records)}')
     return 0
 
 
@@ -153,28 +153,28 @@ def role_subscriber(args: argparse.Namespace) -> int:
     rclpy.init()
     context = rclpy.get_default_context()
     node = rclpy.create_node('bench_session_subscriber')
-    types = _message_types()
+    types = message_types()
     topics = expected_topics(args.agents)
     logs: dict[str, list[tuple[int, float]]] = {topic: [] for topic in topics}
     subscriptions = [
         (node.create_subscription(types[name], topic, lambda _: None,
-                                  _qos(100 if name in LARGE else 1000), raw=True), topic)
+                                  qos_profile(100 if name in LARGE else 1000), raw=True), topic)
         for topic, name in topics.items()]
-    commands = _Commands()
+    commands = Commands()
     stop = threading.Event()
 
     def serve() -> None:
         for command in iter(commands.get, 'stop'):
             if command == 'counts':
-                _say('COUNTS ' + ' '.join(str(len(log)) for log in logs.values()))
+                say('COUNTS ' + ' '.join(str(len(log)) for log in logs.values()))
             elif command == 'reset':
                 for log in logs.values():
                     log.clear()
-                _say('RESET')
+                say('RESET')
         stop.set()
 
     threading.Thread(target=serve, name='commands', daemon=True).start()
-    _say('READY')
+    say('READY')
     offset_ns = time.time_ns() - time.monotonic_ns()
     with context.handle:
         handles = [(subscription.handle, subscription.msg_type, logs[topic])
@@ -197,7 +197,7 @@ def role_subscriber(args: argparse.Namespace) -> int:
                     taken = handle.take_message(msg_type, True)
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(logs, stream)
-    _say('DONE')
+    say('DONE')
     os._exit(0)
 
 
@@ -220,8 +220,8 @@ def role_driver(args: argparse.Namespace) -> int:
     state = node.create_client(SetSimulationState, '/set_simulation_state')
     for client in (step, state):
         client.wait_for_service(timeout_sec=START_TIMEOUT_S)
-    commands = _Commands()
-    _say('READY')
+    commands = Commands()
+    say('READY')
     for command in iter(commands.get, 'stop'):
         if command == 'step':
             future = step.call_async(StepSimulation.Request(steps=12))
@@ -232,7 +232,7 @@ def role_driver(args: argparse.Namespace) -> int:
             future = state.call_async(request)
         rclpy.spin_until_future_complete(node, future, timeout_sec=60.0)
         result = future.result().result if future.done() else None
-        _say('OK' if result is not None and result.result == 1 else f'FAILED {result}')
+        say('OK' if result is not None and result.result == 1 else f'FAILED {result}')
     node.destroy_node()
     rclpy.try_shutdown()
     return 0

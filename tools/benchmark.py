@@ -157,7 +157,7 @@ def subscriptions(variants: bool) -> dict[str, tuple[str, str, int]]:
     return out
 
 
-def _qos(depth: int, reliability: str = 'reliable') -> Any:
+def qos_profile(depth: int, reliability: str = 'reliable') -> Any:
     from rclpy.qos import HistoryPolicy
     from rclpy.qos import QoSProfile
     from rclpy.qos import ReliabilityPolicy
@@ -166,7 +166,7 @@ def _qos(depth: int, reliability: str = 'reliable') -> Any:
                       else ReliabilityPolicy.BEST_EFFORT)
 
 
-def _message_types() -> dict[str, type]:
+def message_types() -> dict[str, type]:
     from nav_msgs.msg import Odometry
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import CameraInfo
@@ -181,7 +181,7 @@ def _message_types() -> dict[str, type]:
             'step_barrier': StepBarrier}
 
 
-class _Commands:
+class Commands:
     """Read command lines from stdin on a thread (the harness drives its children this way)."""
 
     def __init__(self) -> None:
@@ -200,7 +200,7 @@ class _Commands:
             return None
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     print(text, flush=True)
 
 
@@ -222,19 +222,19 @@ def role_emulator(args: argparse.Namespace) -> int:
     streams.encode_header = recording_encode_header
     emulator = Emulator(('polaris',), lockstep=True, rate=args.rate,
                         render_every=args.render_every).start()
-    commands = _Commands()
-    _say(f'READY control={emulator.control_port} sensor={emulator.sensor_ports[0]}')
+    commands = Commands()
+    say(f'READY control={emulator.control_port} sensor={emulator.sensor_ports[0]}')
     while (command := commands.get()) != 'stop':
         if command == 'drain':
             drained = all(stream.wait_drained(DRAIN_TIMEOUT_S) for stream in emulator.streams)
-            _say(f'DRAINED {drained}')
+            say(f'DRAINED {drained}')
         elif command == 'reset':
             records.clear()
-            _say('RESET')
+            say('RESET')
     emulator.stop()
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(records, stream)
-    _say(f'DONE frames={len(records)}')
+    say(f'DONE frames={len(records)}')
     return 0
 
 
@@ -245,7 +245,7 @@ def _floor_messages(columns: int, rings: int, width: int, height: int) -> dict[s
     """Build one ready-made message per topic, with payloads of the Polaris's sizes."""
     from array import array
     from sensor_msgs.msg import PointField
-    types = _message_types()
+    types = message_types()
     messages = {topic: cls() for topic, cls in types.items()}
     cloud = messages['lidar/points']
     cloud.header.frame_id = 'lidar'
@@ -293,13 +293,14 @@ def role_floor(args: argparse.Namespace) -> int:
     from rclpy._rclpy_pybind11 import RCLError
     rclpy.init()
     node = rclpy.create_node('floor_publisher', namespace=NAMESPACE)
-    types = _message_types()
+    types = message_types()
     publishers = {topic: node.create_publisher(
-        types[topic], topic, _qos(args.large_depth if topic in LARGE_TOPICS else args.depth))
+        types[topic], topic,
+        qos_profile(args.large_depth if topic in LARGE_TOPICS else args.depth))
         for topic in TOPICS}
     messages = _floor_messages(1800, 32, 896, 512)
-    commands = _Commands()
-    _say('READY')
+    commands = Commands()
+    say('READY')
     records: list[tuple[int, int, float]] = []
     publish_errors = 0
     command = commands.get()
@@ -308,7 +309,7 @@ def role_floor(args: argparse.Namespace) -> int:
         for topic in TOPICS:
             _set_stamp(messages[topic], topic, 0, 0)
             publishers[topic].publish(messages[topic])
-        _say('WARM')
+        say('WARM')
         command = commands.get()
     if command == 'play':
         steps_per_s = PHYSICS_HZ * args.rate
@@ -352,14 +353,14 @@ def role_floor(args: argparse.Namespace) -> int:
             if batch > 1:
                 messages['step_barrier'].step = step
                 publish(6, sec, nanosec, key)
-        _say(f'PLAYED steps={step} publish_errors={publish_errors}')
+        say(f'PLAYED steps={step} publish_errors={publish_errors}')
         while commands.get() != 'stop':
             pass
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(records, stream)
     node.destroy_node()
     rclpy.try_shutdown()
-    _say(f'DONE frames={len(records)}')
+    say(f'DONE frames={len(records)}')
     return 0
 
 
@@ -381,19 +382,19 @@ def role_subscriber(args: argparse.Namespace) -> int:
     rclpy.init()
     context = rclpy.get_default_context()
     node = rclpy.create_node('benchmark_subscriber')
-    types = _message_types()
+    types = message_types()
     wanted = subscriptions(args.variants)
     received: dict[str, list[tuple[int, float, float]]] = {label: [] for label in wanted}
     subs = {}
     for label, (topic, reliability, depth) in wanted.items():
         subs[label] = node.create_subscription(
-            types[topic], full_topic(topic), lambda data: None, _qos(depth, reliability),
+            types[topic], full_topic(topic), lambda data: None, qos_profile(depth, reliability),
             raw=True)
     from diagnostic_msgs.msg import DiagnosticArray
     diagnostics: list[dict[str, str]] = []
     diagnostics_sub = node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: None,
-                                               _qos(10))
-    commands = _Commands()
+                                               qos_profile(10))
+    commands = Commands()
     stop = threading.Event()
 
     def serve() -> None:
@@ -402,21 +403,21 @@ def role_subscriber(args: argparse.Namespace) -> int:
             if command == 'matched':
                 missing = [topic for topic in TOPICS
                            if node.count_publishers(full_topic(topic)) == 0]
-                _say('MATCHED' if not missing else f'MISSING {" ".join(missing)}')
+                say('MATCHED' if not missing else f'MISSING {" ".join(missing)}')
             elif command == 'count':
-                _say(f'COUNT {sum(len(log) for log in received.values())}')
+                say(f'COUNT {sum(len(log) for log in received.values())}')
             elif command == 'topics':
-                _say('TOPICS ' + ' '.join(str(len(log)) for log in received.values()))
+                say('TOPICS ' + ' '.join(str(len(log)) for log in received.values()))
             elif command == 'reset':
                 for log in received.values():
                     log.clear()
                 diagnostics.clear()
-                _say('RESET')
+                say('RESET')
             elif command == 'stop':
                 break
         stop.set()
 
-    _say('READY executor=wait-set')
+    say('READY executor=wait-set')
     threading.Thread(target=serve, name='commands', daemon=True).start()
     entries = [(sub.handle, sub.msg_type, received[label]) for label, sub in subs.items()]
     monotonic_ns, time_ns = time.monotonic_ns, time.time_ns
@@ -458,7 +459,7 @@ def role_subscriber(args: argparse.Namespace) -> int:
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump({'executor': 'wait-set', 'received': received, 'diagnostics': diagnostics},
                   stream)
-    _say('DONE')
+    say('DONE')
     os._exit(0)
 
 
