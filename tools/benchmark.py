@@ -34,8 +34,10 @@ The subscriber takes every topic with ``raw=True`` (serialised messages, so its 
 deserialisation does not count) and reads the header stamp out of the CDR bytes. The emulator
 process records, for every frame it queues, the frame's stamp and publish time (the
 CLOCK_MONOTONIC time that goes into the TSS1 header); the floor records the time just before
-it publishes. Latency is receive time minus that publish time; delivery is the stamps received
-against the frames sent (one message per frame and topic; CameraInfo with each image, four
+it publishes, or in lockstep the time it released the burst (all of a 12-step burst is ready
+then, so the messages before one in the burst count in its latency, as in the bridge's).
+Latency is receive time minus that publish time; delivery is the stamps received against the
+frames sent (one message per frame and topic; CameraInfo with each image, four
 messages per INS frame). Clock, INS and barrier are read by six subscriptions each:
 reliable and best effort, keep-last 1, 10 and 1000.
 
@@ -318,9 +320,14 @@ def role_floor(args: argparse.Namespace) -> int:
         end = start + args.seconds
         step = 0
 
+        released_s = start
+
         def publish(frame_type: int, sec: int, nanosec: int, key: int) -> None:
             nonlocal publish_errors
-            publish_s = time.monotonic()
+            # A lockstep burst is all there at its release, as the emulator's frames are when
+            # queued: a message's latency counts from then, the publishing of the messages
+            # before it included. Playing, each step's messages count from their own publish.
+            publish_s = released_s if batch > 1 else time.monotonic()
             for topic in FRAME_TOPICS[frame_type]:
                 message = messages[topic]
                 _set_stamp(message, topic, sec, nanosec)
@@ -338,6 +345,7 @@ def role_floor(args: argparse.Namespace) -> int:
             due = start + (step + batch) / steps_per_s
             if now < due:
                 time.sleep(due - now)
+            released_s = time.monotonic()
             for _ in range(batch):
                 step += 1
                 stamp_ns = step * 1_000_000_000 // PHYSICS_HZ
@@ -1121,7 +1129,9 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
         'Latency is receive time in the subscriber (the middleware\'s reception time) minus '
         'the publish time of the frame (CLOCK_MONOTONIC; for the bridge the time the emulator '
         'queued the frame, so it includes the TCP hop, decoding, conversion and DDS). `floor` '
-        'is a plain rclpy publisher of ready-made messages with the bridge\'s QoS; `added` is '
+        'is a plain rclpy publisher of ready-made messages with the bridge\'s QoS (in lockstep '
+        'its publish time is the release of the burst: a message waits for those before it, '
+        'as in the bridge); `added` is '
         "bridge minus floor; `own` is added minus the bridge's transport latency (its "
         "/diagnostics: its receive time minus the frame's publish time, i.e. the emulator's "
         'queue and the TCP hop). `sim x` is the real-time factor the emulator reached. Lost = '
