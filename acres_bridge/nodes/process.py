@@ -12,31 +12,44 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The life of an executable's process, shared by the three nodes' ``main()``."""
+"""The life of an executable's process, shared by the nodes' ``main()``."""
 
 from collections.abc import Callable
+import os
 import signal
 import sys
 import threading
+from types import FrameType
 
 import rclpy
 from rclpy.executors import Executor
 from rclpy.executors import ExternalShutdownException
+from rclpy.signals import SignalHandlerOptions
 
 from acres_bridge.nodes import dds
 from acres_bridge.nodes.parameters import ParameterError
+
+# How long the executor waits for work before the main thread looks at the stop request again:
+# the longest a Ctrl-C waits before the shutdown starts.
+SPIN_PERIOD_S = 0.1
 
 
 def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
                        build: Callable[[Executor], Callable[[], None]],
                        args: list[str] | None = None) -> int:
     """
-    Initialise rclpy, build the nodes on an executor and spin until Ctrl-C or shutdown.
+    Initialise rclpy, build the nodes on an executor and spin until Ctrl-C, SIGTERM or shutdown.
 
     Works the same on Humble, Jazzy and Kilted. The protocol clients report connections and
     bad frames through the log handler the nodes give them, into the nodes' ROS logs.
     Fast DDS gets the bridge's own settings (:mod:`acres_bridge.nodes.dds`) unless the user
     gave a profile; once the nodes exist, one log line says which configuration is in force.
+
+    rclpy's own signal handlers are not installed: on a signal they shut the context down from
+    a thread of their own, which races with the main thread destroying the nodes (Ctrl-C under
+    ``ros2 launch`` brings two SIGINTs a few milliseconds apart; Jazzy's rclpy crashed there
+    once). Here a signal only asks for the stop, and the main thread alone stops the executor,
+    destroys the nodes (each joins its threads first) and then shuts the context down.
 
     :param program: the executable's name, the first word of a parameter error.
     :param executor_type: makes the executor (after ``rclpy.init``).
@@ -45,7 +58,9 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     :return: 0, or 2 with one line on stderr for a parameter the nodes cannot run with.
     """
     configuration = dds.configure()
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = StopRequest()
+    stop.install()
     executor = executor_type()
     destroy = None
     try:
@@ -58,17 +73,19 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
         finally:
             dds.restore(configuration)
         _log_configuration(program, configuration)
-        executor.spin()
+        while not stop.requested and rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_PERIOD_S)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        # Ctrl-C shuts the context down under the executor; a take in flight then fails
-        # (Jazzy's rclpy: "Unable to convert call argument"). After shutdown that is the end
-        # of the process, not an error; before it, it is one.
+        # A thread of the process (a sensor child's channel) may shut the context down under
+        # the executor; a take in flight then fails (Jazzy's rclpy: "Unable to convert call
+        # argument"). After shutdown that is the end of the process, not an error; before it,
+        # it is one.
         if rclpy.ok():
             raise
     finally:
-        _quiet_interrupts()
+        stop.requested = True
         executor.shutdown()
         if destroy is not None:
             destroy()
@@ -76,15 +93,34 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     return 0
 
 
-def _quiet_interrupts() -> None:
+class StopRequest:
     """
-    Let no further SIGINT interrupt the shutdown.
+    SIGINT and SIGTERM handlers that only ask the main loop to stop.
 
-    Ctrl-C under ros2 launch brings two SIGINTs: the terminal's, then launch's own. The second
-    must not raise KeyboardInterrupt in the middle of destroying the nodes.
+    The first SIGINT or SIGTERM asks for the stop. Later SIGINTs are ignored: Ctrl-C under
+    ``ros2 launch`` brings the terminal's and then launch's own. They are ignored by the
+    kernel (``SIG_IGN``), because Python puts its own handlers back to the default when the
+    interpreter finalises, and a SIGINT there would end the process with -2. A later SIGTERM
+    ends the process at once, as SIGTERM does by default: a shutdown that hangs can still be
+    ended (launch sends SIGTERM when its SIGINT was not enough).
     """
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, lambda signum, frame: None)
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def install(self) -> None:
+        """Take SIGINT and SIGTERM (only the main thread can)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self._on_signal)
+            signal.signal(signal.SIGTERM, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if not self.requested:
+            self.requested = True
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        elif signum == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _log_configuration(program: str, configuration: dds.Configuration) -> None:

@@ -1,0 +1,142 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Signals to the executables while they publish: Ctrl-C under ros2 launch, SIGTERM, twice.
+
+Under ``ros2 launch`` a Ctrl-C brings two SIGINTs, the terminal's and then launch's own, a
+few milliseconds apart. The second may land anywhere in the shutdown: before the executor
+stops, while the reader threads are joined, while the nodes are destroyed. Each must end
+the process with exit 0 and no traceback (Jazzy's sensor_bridge once died of SIGSEGV there,
+when rclpy's own signal thread shut the context down beside the main thread).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+
+from conftest import wait_until
+import pytest
+
+from acres_bridge.protocol.frames import FrameType
+
+pytestmark = pytest.mark.ros
+WAIT_S = 60.0
+# Where the second SIGINT falls after the first: at once (one pending signal), then in the
+# executor's stop, in the joins and in the destruction of the nodes.
+SECOND_SIGINT_AFTER_S = [0.0, 0.002, 0.02, 0.1]
+
+
+def _start(module: str, *ros_arguments: str, log) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', module, '--ros-args', *ros_arguments],
+                            stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ))
+
+
+def _publishing(emulator, frames: int = 5) -> None:
+    """Wait until every stream has a client and has sent it ``frames`` more clouds."""
+    wait_until(lambda: all(stream.has_client for stream in emulator.streams), WAIT_S,
+               'every sensor stream to have the bridge as client')
+    sent = [stream.counters[FrameType.LIDAR].frames for stream in emulator.streams]
+    wait_until(lambda: all(stream.counters[FrameType.LIDAR].frames >= start + frames
+                           for stream, start in zip(emulator.streams, sent)), WAIT_S,
+               f'{frames} more clouds on every stream')
+
+
+def _interrupt_twice(process: subprocess.Popen, gap_s: float) -> int:
+    process.send_signal(signal.SIGINT)
+    if gap_s:
+        threading.Event().wait(gap_s)    # a spread of the second signal, not a synchronisation
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _output(log) -> str:
+    log.seek(0)
+    return log.read()
+
+
+@pytest.mark.parametrize('gap_s', SECOND_SIGINT_AFTER_S)
+def test_two_sigints_end_a_publishing_sensor_bridge_with_exit_0(emulator_factory, gap_s):
+    emulator = emulator_factory(vehicles=('polaris',), rate=10.0)
+    with tempfile.TemporaryFile(mode='w+') as log:
+        bridge = _start('acres_bridge.nodes.sensor_bridge',
+                        '-p', f'port:={emulator.sensor_ports[0]}', log=log)
+        _publishing(emulator)
+        code = _interrupt_twice(bridge, gap_s)
+        output = _output(log)
+    assert code == 0, output
+    assert 'Traceback' not in output, output
+    assert emulator.streams[0].wait_disconnected(10.0)
+
+
+@pytest.mark.parametrize('gap_s', [0.0, 0.02])
+def test_two_sigints_end_a_publishing_session_with_exit_0(emulator_factory, gap_s):
+    emulator = emulator_factory(vehicles=('polaris', 'maxxum'), rate=10.0)
+    with tempfile.TemporaryFile(mode='w+') as log:
+        bridge = _start('acres_bridge.nodes.bridge', '-p', f'port:={emulator.control_port}',
+                        log=log)
+        _publishing(emulator)
+        code = _interrupt_twice(bridge, gap_s)
+        output = _output(log)
+    assert code == 0, output
+    assert 'Traceback' not in output, output
+    for stream in emulator.streams:
+        assert stream.wait_disconnected(10.0)
+
+
+def test_sigterm_ends_a_publishing_sensor_bridge_with_exit_0(emulator_factory):
+    emulator = emulator_factory(vehicles=('polaris',), rate=10.0)
+    with tempfile.TemporaryFile(mode='w+') as log:
+        bridge = _start('acres_bridge.nodes.sensor_bridge',
+                        '-p', f'port:={emulator.sensor_ports[0]}', log=log)
+        _publishing(emulator)
+        bridge.send_signal(signal.SIGTERM)
+        try:
+            code = bridge.wait(WAIT_S)
+        finally:
+            if bridge.poll() is None:
+                bridge.kill()
+                bridge.wait()
+        output = _output(log)
+    assert code == 0, output
+    assert 'Traceback' not in output, output
+
+
+def test_the_first_signal_asks_for_the_stop_and_a_second_sigterm_ends_at_once():
+    script = textwrap.dedent('''
+        import os, signal
+        from acres_bridge.nodes.process import StopRequest
+        stop = StopRequest()
+        stop.install()
+        os.kill(os.getpid(), signal.SIGTERM)
+        print('stop requested:', stop.requested, flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        print('a second SIGINT is ignored', flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        print('still running after a second SIGTERM', flush=True)
+    ''')
+    ended = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                           timeout=WAIT_S)
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
+    assert ended.stdout.splitlines() == ['stop requested: True', 'a second SIGINT is ignored']
