@@ -83,18 +83,28 @@ def ros_context() -> Iterator[object]:
 
 
 class SpinningExecutor:
-    """A multi-threaded executor spinning on a background thread, for integration tests."""
+    """
+    A multi-threaded executor spinning on a background thread, for integration tests.
+
+    :meth:`shutdown` stops the spinning thread before it shuts the executor down: an executor
+    shut down from another thread while it waits can use its guard condition after it is gone
+    (InvalidHandle in the spinning thread).
+    """
+
+    SPIN_PERIOD_S = 0.05
 
     def __init__(self, context: object) -> None:
         from rclpy.executors import MultiThreadedExecutor
         self.executor = MultiThreadedExecutor(num_threads=4, context=context)
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, name='test-executor', daemon=True)
         self._thread.start()
 
     def _spin(self) -> None:
         from rclpy.executors import ExternalShutdownException
         try:
-            self.executor.spin()
+            while not self._stop.is_set():
+                self.executor.spin_once(timeout_sec=self.SPIN_PERIOD_S)
         except ExternalShutdownException:
             pass
 
@@ -111,8 +121,11 @@ class SpinningExecutor:
         return future.result()
 
     def shutdown(self) -> None:
+        """Stop the spinning thread, then the executor (waiting for callbacks in flight)."""
+        self._stop.set()
+        self._thread.join(timeout=30.0)
+        assert not self._thread.is_alive(), 'the test executor did not stop spinning'
         self.executor.shutdown(timeout_sec=5.0)
-        self._thread.join(timeout=5.0)
 
 
 @pytest.fixture
