@@ -16,15 +16,17 @@
 Shared fixtures: a local-only DDS graph per test run, rclpy contexts, the emulator.
 
 DDS discovery never leaves this machine: the environment is set before rclpy is imported by
-any test. Each run takes its own ROS_DOMAIN_ID (from the process id unless the caller set one),
-so two runs on one machine do not see each other.
+any test. Each run takes its own ROS_DOMAIN_ID (unless the caller set one): one that no other
+run on this machine holds (:func:`claim_domain_id`), so runs side by side do not see each other.
 """
 
 from collections.abc import Callable
 from collections.abc import Iterator
+import fcntl
 import functools
 import importlib.metadata
 import os
+import tempfile
 import threading
 import time
 from typing import Any
@@ -65,9 +67,42 @@ def _fast_dds() -> object:
     return dds.find_fast_dds()
 
 
+# The domain IDs a run may take: 1 to 100 give every participant its ports on Linux.
+DOMAIN_IDS = range(1, 101)
+_DOMAIN_LOCKS = os.path.join(tempfile.gettempdir(), 'acres_bridge-domains')
+_held_domains: list[object] = []
+
+
+def claim_domain_id() -> int:
+    """
+    Take a ROS_DOMAIN_ID that no other process on this machine holds, until this one exits.
+
+    Each ID is a lock file under the temporary directory, held with ``flock``: the kernel
+    lets it go when the holder exits in any way, SIGKILL included. Test runs side by side
+    (two clones, or a benchmark beside the suite) then never share a graph. The search
+    starts at an ID from the process id, so that concurrent runs seldom contend.
+
+    :raises RuntimeError: when every ID is held.
+    """
+    os.makedirs(_DOMAIN_LOCKS, exist_ok=True)
+    start = os.getpid() % len(DOMAIN_IDS)
+    for offset in range(len(DOMAIN_IDS)):
+        domain_id = DOMAIN_IDS[(start + offset) % len(DOMAIN_IDS)]
+        lock = open(os.path.join(_DOMAIN_LOCKS, str(domain_id)), 'a')
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        _held_domains.append(lock)
+        return domain_id
+    raise RuntimeError(f'every ROS_DOMAIN_ID of {DOMAIN_IDS} is held by another process')
+
+
 # Set before any test module imports rclpy (conftest.py is imported first).
 local_discovery(os.environ)
-os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+if 'ROS_DOMAIN_ID' not in os.environ:
+    os.environ['ROS_DOMAIN_ID'] = str(claim_domain_id())
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ import sys
 import threading
 
 from builtin_interfaces.msg import Time
+from conftest import claim_domain_id
 from geometry_msgs.msg import TransformStamped
 import numpy as np
 from PIL import Image as PilImage
@@ -251,7 +252,7 @@ def test_the_demo_runs_headless_stops_on_ctrl_c_and_draws_non_trivial_pictures(
         tmp_path: Path) -> None:
     out = tmp_path / 'demo'
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_LOCALHOST_ONLY='1')
-    domain_id = 30 + os.getpid() % 10
+    domain_id = claim_domain_id()
     demo = subprocess.Popen(
         [sys.executable, str(ROOT / 'tools' / 'demo.py'), '--out', str(out),
          '--domain-id', str(domain_id), '--picture-period', '1', '--print-period', '1'],

@@ -31,16 +31,17 @@ simulation_interfaces of either shape, and ACRES_SIMIF2_PREFIX for a second pref
 2.x shape.
 """
 
+import functools
 import importlib.util
 import os
 from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
+from conftest import claim_domain_id
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMIF2_PREFIX_VARIABLE = 'ACRES_SIMIF2_PREFIX'
-ROS_DOMAIN_ID = 63
 
 _spec = importlib.util.spec_from_file_location(
     'type_hashes', ROOT / 'tools' / 'interfaces' / 'type_hashes.py')
@@ -382,14 +383,21 @@ def test_the_shapes_differ_only_where_the_releases_differ():
         'simulation_interfaces/srv/SpawnEntity'}
 
 
+@functools.cache
+def _own_domain_id() -> int:
+    """A domain of this module's own, beside the run's: only its own endpoints are in it."""
+    return claim_domain_id()
+
+
 @pytest.fixture
 def ros_context(monkeypatch):
     """Yield an rclpy Context in this test's domain (conftest.py keeps DDS on this host)."""
     import rclpy
 
-    monkeypatch.setenv('ROS_DOMAIN_ID', str(ROS_DOMAIN_ID))
+    domain_id = _own_domain_id()
+    monkeypatch.setenv('ROS_DOMAIN_ID', str(domain_id))
     context = rclpy.Context()
-    rclpy.init(context=context, domain_id=ROS_DOMAIN_ID)
+    rclpy.init(context=context, domain_id=domain_id)
     try:
         yield context
     finally:
