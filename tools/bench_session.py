@@ -271,8 +271,8 @@ class _ControlDriver:
 def environment(domain_id: int) -> dict[str, str]:
     """Stock Fast DDS (nothing of the user's), a local graph of the run's own."""
     env = {name: value for name, value in os.environ.items()
-           if name not in dds.USER_VARIABLES and name != 'ROS_LOCALHOST_ONLY'}
-    env.update(dds.local_graph_environment(dds.find_fast_dds()))
+           if name not in dds.USER_VARIABLES}
+    dds.keep_discovery_local(env, dds.find_fast_dds())
     env.update(ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1',
                PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
     return env

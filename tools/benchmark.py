@@ -615,12 +615,12 @@ def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None,
     profile spelled for ``fast_dds``, the Fast DDS of the prefix.
     """
     env = {name: value for name, value in os.environ.items()
-           if name not in dds.USER_VARIABLES and name != 'ROS_LOCALHOST_ONLY'}
+           if name not in dds.USER_VARIABLES}
     if prefix != sys.prefix and env.pop(WHEELS_BOOTSTRAPPED, None):
         # The PyPI wheels' Python sets LD_LIBRARY_PATH to its own prefix and re-executes
         # itself once; a child of another prefix must do that again for its own.
         env.pop('LD_LIBRARY_PATH', None)
-    env.update(dds.local_graph_environment(fast_dds))
+    dds.keep_discovery_local(env, fast_dds)
     env.update(ROS_DOMAIN_ID=str(domain_id), RCUTILS_LOGGING_SEVERITY_THRESHOLD='WARN',
                PYTHONUNBUFFERED='1')
     env['PYTHONPATH'] = ROOT + os.pathsep + env.get('PYTHONPATH', '')
