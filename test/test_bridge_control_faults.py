@@ -60,9 +60,11 @@ def proxy(emulator):
 @pytest.fixture
 def graph(proxy):
     graph = ControlGraph(proxy.port, parameters=FAST)
-    wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
-    yield graph
-    graph.close()
+    try:
+        wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+        yield graph
+    finally:
+        graph.close()
 
 
 def _state(graph: ControlGraph) -> Result:
@@ -108,6 +110,19 @@ def test_a_reply_that_comes_too_late_fails_and_is_dropped_when_it_comes(graph, p
     held.release.set()
     wait_for(lambda: graph.node.control.stats['late_replies'] == 1, what='the late reply')
     assert _state(graph).result == Result.RESULT_OK
+
+
+def test_a_hello_that_comes_too_late_is_asked_for_again(emulator):
+    with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
+        late = proxy.inject('delay', op='hello', delay_s=30.0)
+        graph = ControlGraph(proxy.port, parameters=FAST)
+        try:
+            wait_for(lambda: graph.node.hello is not None, what='the hello asked for again')
+            assert not late.fired.is_set()      # the answer to a second hello, not the first
+            assert [request['op'] for request in emulator.requests].count('hello') >= 2
+        finally:
+            late.release.set()
+            graph.close()
 
 
 def test_a_reply_that_is_not_json_fails_saying_so(graph, proxy):

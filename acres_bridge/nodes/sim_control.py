@@ -309,7 +309,13 @@ class SimControlNode(Node):
         try:
             reply = future.result()
         except ControlError as exc:
-            self.get_logger().warning(f'no hello after connecting: {exc}')
+            # A busy simulator may answer after the time-out (its late reply is dropped): ask
+            # again while the connection lasts; a new connection asks on its own.
+            again = self.control.connected
+            self.get_logger().warning(
+                f'no hello after connecting: {exc}{"; asking again" if again else ""}')
+            if again:
+                self.control.request_async('hello').add_done_callback(self._hello_arrived)
             return
         self._remember_hello(reply)
 
