@@ -173,9 +173,13 @@ def _probe(mode: str, topic: str, kind: str) -> int:
 
 
 def _reader(topic: str, kind: str) -> int:
-    """Read ``topic`` on stock settings: reliable, or best effort depth 5 as ``ros2 topic hz``."""
+    """
+    Read ``topic`` on stock settings: Clock reliable, clouds best effort.
+
+    The cloud reader keeps every sample it is sent (depth above the count), so that a cloud it
+    misses is one the transport lost, not one that a slow spin let a newer one replace.
+    """
     import rclpy
-    from rclpy.qos import qos_profile_sensor_data
     from rclpy.qos import QoSProfile
     from rclpy.qos import ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
@@ -184,7 +188,8 @@ def _reader(topic: str, kind: str) -> int:
     node = rclpy.create_node('dds_reader')
     received = []
     if kind == 'clouds':
-        node.create_subscription(PointCloud2, topic, received.append, qos_profile_sensor_data)
+        node.create_subscription(PointCloud2, topic, received.append, QoSProfile(
+            depth=CLOUDS + 1, reliability=ReliabilityPolicy.BEST_EFFORT))
     else:
         node.create_subscription(Clock, topic, received.append, QoSProfile(
             depth=10, reliability=ReliabilityPolicy.RELIABLE))

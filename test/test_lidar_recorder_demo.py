@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 
+from conftest import claim_domain_id
 import numpy as np
 import pytest
 
@@ -34,7 +35,7 @@ def test_the_demo_records_a_data_set_and_says_where(tmp_path: Path) -> None:
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
     done = subprocess.run(
         [sys.executable, str(ROOT / 'tools' / 'demo.py'), '--duration', '12',
-         '--out', str(tmp_path / 'out'), '--domain-id', str(40 + os.getpid() % 10),
+         '--out', str(tmp_path / 'out'), '--domain-id', str(claim_domain_id()),
          '--record-dataset', str(data), '--picture-period', '1', '--print-period', '5'],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
@@ -45,7 +46,10 @@ def test_the_demo_records_a_data_set_and_says_where(tmp_path: Path) -> None:
     sequence = LidarSet.open('demo', root=data)[folder.name]
     assert len(sequence) == scans > 20
     assert np.all(np.diff(sequence.scans['source_index'].astype(np.int64)) > 0)
-    assert np.isfinite(sequence.scans['east'][:-1]).all()
+    # A scan's pose comes from odometry after it: the scans the stop came before that
+    # odometry have none, and only they (on a busy machine the recorder lags by a second).
+    posed = np.isfinite(sequence.scans['east'])
+    assert posed[:np.count_nonzero(posed)].all() and np.count_nonzero(posed) > 10, posed
     assert sequence.calibration.mount_xyz_m is not None
     log = (tmp_path / 'out' / 'recorder.log').read_text()
     assert f'{scans} scans in {folder}' in log
