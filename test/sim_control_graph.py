@@ -105,6 +105,10 @@ class ControlGraph:
     def close(self) -> None:
         """Stop spinning, destroy the nodes and shut the context down."""
         self._spinner.shutdown()
+        # rclpy's destroy_node leaves action clients to the garbage collector, which may
+        # run at the interpreter's exit, after the context: Fast DDS 3.2 deadlocked there.
+        for action_client in self._action_clients.values():
+            action_client.destroy()
         self.node.destroy_node()
         self.client_node.destroy_node()
         self.context.try_shutdown()

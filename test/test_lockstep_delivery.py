@@ -293,6 +293,9 @@ class Session:
                 reader.process.wait(timeout=WAIT_S)
             except subprocess.TimeoutExpired:
                 reader.process.kill()
+        # rclpy's destroy_node leaves action clients to the garbage collector, which may
+        # run at the interpreter's exit, after the context: Fast DDS 3.2 deadlocked there.
+        self.action.destroy()
         self.node.destroy_node()
         self.log.close()
 

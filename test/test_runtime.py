@@ -114,8 +114,8 @@ def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spin
         result.result.result = Result.RESULT_OK
         return result
 
-    ActionServer(server_node, SimulateSteps, 'simulate_steps', execute,
-                 cancel_callback=lambda _: CancelResponse.REJECT)
+    server = ActionServer(server_node, SimulateSteps, 'simulate_steps', execute,
+                          cancel_callback=lambda _: CancelResponse.REJECT)
     client = ActionClient(client_node, SimulateSteps, 'simulate_steps')
     assert client.wait_for_server(timeout_sec=WAIT_S)
     feedback = []
@@ -137,3 +137,4 @@ def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spin
     assert all(msg.feedback.completed_steps + msg.feedback.remaining_steps == 36
                for msg in feedback)
     client.destroy()
+    server.destroy()
