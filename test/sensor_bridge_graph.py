@@ -43,6 +43,7 @@ from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
 from tf2_msgs.msg import TFMessage
 
+from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import Frame
 from acres_bridge.protocol.frames import LidarFrame
@@ -92,6 +93,16 @@ class FrameTap:
         with self._condition:
             if not self._condition.wait_for(lambda: predicate(self), timeout_s):
                 raise AssertionError(f'timed out waiting for {what}')
+
+    def wait_barrier(self, step: int) -> None:
+        """
+        Wait until the tap holds the Barrier of ``step``, the last frame of a step request.
+
+        The bridge calls the tap after it published a frame, so a subscriber may hold a
+        message before the tap holds its frame; once the barrier is here, every frame is.
+        """
+        self.wait(lambda tap: any(frame.step == step for frame in tap.of(BarrierFrame)),
+                  what=f'the tap of barrier {step}')
 
 
 def reliable(depth: int) -> QoSProfile:

@@ -94,6 +94,7 @@ class Bridge:
         assert reply['result'] == 1, reply
         self.recorder.wait_counts({self.topic(name) if not name.startswith('/') else name:
                                    count for name, count in counts.items()})
+        self.tap.wait_barrier(reply['barrier'])
         return reply
 
 

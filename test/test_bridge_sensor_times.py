@@ -90,6 +90,7 @@ def _step(emulator, bridge: Bridge, counts: dict[str, int]) -> None:
     reply = JsonChannel(emulator.control_port).call('step', steps=12)
     assert reply['result'] == 1, reply
     bridge.recorder.wait_counts(counts)
+    bridge.tap.wait_barrier(reply['barrier'])
 
 
 def test_a_sweep_of_0_gives_every_point_the_stamp(emulator_factory, bridge):
