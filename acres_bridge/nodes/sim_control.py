@@ -303,7 +303,10 @@ class SimControlNode(Node):
     def _on_connection(self, connected: bool, reason: str) -> None:
         # The client logs the change itself (through protocol_log).
         if connected:
-            self.control.request_async('hello').add_done_callback(self._hello_arrived)
+            self._ask_hello()
+
+    def _ask_hello(self) -> None:
+        self.control.request_async('hello').add_done_callback(self._hello_arrived)
 
     def _hello_arrived(self, future: concurrent.futures.Future) -> None:
         try:
@@ -315,7 +318,7 @@ class SimControlNode(Node):
             self.get_logger().warning(
                 f'no hello after connecting: {exc}{"; asking again" if again else ""}')
             if again:
-                self.control.request_async('hello').add_done_callback(self._hello_arrived)
+                self._ask_hello()
             return
         self._remember_hello(reply)
 
