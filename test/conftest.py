@@ -123,7 +123,8 @@ class SpinningExecutor:
 
     :meth:`shutdown` stops the spinning thread before it shuts the executor down: an executor
     shut down from another thread while it waits can use its guard condition after it is gone
-    (InvalidHandle in the spinning thread).
+    (InvalidHandle in the spinning thread). An exception that ends the spinning thread fails
+    :meth:`wait` and :meth:`shutdown`: a test whose answers never come then says why.
     """
 
     SPIN_PERIOD_S = 0.05
@@ -132,6 +133,7 @@ class SpinningExecutor:
         from rclpy.executors import MultiThreadedExecutor
         self.executor = MultiThreadedExecutor(num_threads=4, context=context)
         self._stop = threading.Event()
+        self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._spin, name='test-executor', daemon=True)
         self._thread.start()
 
@@ -142,6 +144,14 @@ class SpinningExecutor:
                 self.executor.spin_once(timeout_sec=self.SPIN_PERIOD_S)
         except ExternalShutdownException:
             pass
+        except BaseException as failure:
+            self._failure = failure
+            raise
+
+    def check(self) -> None:
+        """Raise if the spinning thread has died of an exception."""
+        if self._failure is not None:
+            raise RuntimeError('the test executor stopped spinning') from self._failure
 
     def add(self, node: object) -> object:
         self.executor.add_node(node)
@@ -152,6 +162,7 @@ class SpinningExecutor:
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
         if not done.wait(timeout_s):
+            self.check()
             raise TimeoutError(f'no result within {timeout_s} s')
         return future.result()
 
@@ -161,6 +172,7 @@ class SpinningExecutor:
         self._thread.join(timeout=30.0)
         assert not self._thread.is_alive(), 'the test executor did not stop spinning'
         self.executor.shutdown(timeout_sec=5.0)
+        self.check()
 
 
 @pytest.fixture

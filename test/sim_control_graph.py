@@ -16,8 +16,9 @@
 A small rclpy graph for the sim_control tests: the node under test and a client node.
 
 ``ControlGraph`` owns an rclpy Context, a multi-threaded executor spinning on its own thread
-(as a user's process would), the ``SimControlNode`` and a client node, and calls services and
-the action from the test thread, waiting on events with time-outs.
+(as a user's process would), the ``SimControlNode`` and a client node, and calls services from
+the test thread, waiting on events with time-outs. The action is called through an
+``ActionCaller``, which the test thread spins itself (see action_caller.py for why).
 """
 
 from collections.abc import Iterator
@@ -29,11 +30,11 @@ import socket
 import threading
 from typing import Any
 
+from action_caller import ActionCaller
 from conftest import SpinningExecutor
 from conftest import wait_until
 import pytest
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import QoSProfile
@@ -91,10 +92,9 @@ class ControlGraph:
                                    namespace=self.namespace, **node_options)
         self.client_node = rclpy.create_node('sim_control_test_client', context=self.context,
                                              namespace=self.namespace)
-        # rclpy's ActionClient registers itself with the node before it is complete, so an
-        # executor spinning meanwhile can fail on it: create it before spinning.
-        self._action_clients = {'simulate_steps': ActionClient(
-            self.client_node, SimulateSteps, 'simulate_steps')}
+        self._action_callers = {'simulate_steps': ActionCaller(
+            self.context, SimulateSteps, 'simulate_steps', node_name='sim_control_test_action',
+            namespace=self.namespace)}
         self._action_ready: set[str] = set()
         self._spinner = SpinningExecutor(self.context)
         self.executor = self._spinner.executor
@@ -105,10 +105,8 @@ class ControlGraph:
     def close(self) -> None:
         """Stop spinning, destroy the nodes and shut the context down."""
         self._spinner.shutdown()
-        # rclpy's destroy_node leaves action clients to the garbage collector, which may
-        # run at the interpreter's exit, after the context: Fast DDS 3.2 deadlocked there.
-        for action_client in self._action_clients.values():
-            action_client.destroy()
+        for action_caller in self._action_callers.values():
+            action_caller.close()
         self.node.destroy_node()
         self.client_node.destroy_node()
         self.context.try_shutdown()
@@ -129,18 +127,18 @@ class ControlGraph:
         request = srv_type.Request() if request is None else request
         return wait_future(client.call_async(request), timeout_s)
 
-    def action_client(self, name: str = 'simulate_steps') -> ActionClient:
-        """Return the action client (made before spinning) once it has found its server."""
-        client = self._action_clients[name]
+    def action_caller(self, name: str = 'simulate_steps') -> ActionCaller:
+        """Return the action's caller once its client has found the server."""
+        caller = self._action_callers[name]
         if name not in self._action_ready:
-            assert client.wait_for_server(timeout_sec=CALL_TIMEOUT_S), f'no action {name}'
+            assert caller.wait_for_server(CALL_TIMEOUT_S), f'no action {name}'
             # The server's services can be found before its feedback publisher has matched
             # the client's subscription: feedback sent before that would be lost.
             topic = f'{self.namespace}/{name}/_action/feedback'
             wait_for(lambda: self.node.count_subscribers(topic) > 0,
                      CALL_TIMEOUT_S, f'the {name} feedback subscription')
             self._action_ready.add(name)
-        return client
+        return caller
 
     def subscribe_latched(self, msg_type: type, topic: str) -> list[Any]:
         """Subscribe reliable and transient local; return the list the messages go to."""

@@ -25,6 +25,7 @@ import threading
 from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 import pytest
+from sim_control_graph import CALL_TIMEOUT_S
 from sim_control_graph import ControlGraph
 from sim_control_graph import wait_for
 from sim_control_graph import wait_future
@@ -66,14 +67,19 @@ def graph(proxy):
 
 
 def _send_goal(graph: ControlGraph, steps: int) -> tuple:
-    client = graph.action_client()
+    caller = graph.action_caller()
     feedback = []
-    goal_handle = wait_future(client.send_goal_async(
+    goal_handle = caller.send_goal(
         SimulateSteps.Goal(steps=steps),
         feedback_callback=lambda message: feedback.append(
-            (message.feedback.completed_steps, message.feedback.remaining_steps))))
+            (message.feedback.completed_steps, message.feedback.remaining_steps)),
+        timeout_s=CALL_TIMEOUT_S)
     assert goal_handle.accepted
     return goal_handle, feedback
+
+
+def _result(graph: ControlGraph, goal_handle) -> object:
+    return graph.action_caller().result(goal_handle, CALL_TIMEOUT_S)
 
 
 def _step_requests(emulator: Emulator) -> list[dict]:
@@ -84,12 +90,13 @@ def _step_requests(emulator: Emulator) -> list[dict]:
 def test_simulate_steps_gives_feedback_from_each_progress_event(graph, emulator):
     before = emulator.world.step
     goal_handle, feedback = _send_goal(graph, 36)
-    outcome = wait_future(goal_handle.get_result_async())
+    outcome = _result(graph, goal_handle)
     assert outcome.status == GoalStatus.STATUS_SUCCEEDED
     assert (outcome.result.result.result, outcome.result.result.error_message) == (
         Result.RESULT_OK, '')
     # Feedback is a topic and the result a service: wait, as their order is not given.
-    wait_for(lambda: len(feedback) == 2, what='two feedback messages')
+    graph.action_caller().spin_until(lambda: len(feedback) == 2, CALL_TIMEOUT_S,
+                                     'two feedback messages')
     assert feedback == [(12, 24), (24, 12)]
     assert emulator.world.step == before + 36
     assert _step_requests(emulator) == [{'op': 'step', 'steps': 36, 'progress': True}]
@@ -100,17 +107,17 @@ def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emula
     held = proxy.inject('delay', op='step', delay_s=30.0)
     goal_handle, feedback = _send_goal(graph, 24)
     wait_for(lambda: _step_requests(emulator), what='the step request')
-    cancel = wait_future(goal_handle.cancel_goal_async())
+    cancel = graph.action_caller().cancel(goal_handle, CALL_TIMEOUT_S)
     # rclpy answers a rejected cancel with no goal in goals_canceling (and ERROR_NONE, where
     # rclcpp says ERROR_REJECTED).
     assert list(cancel.goals_canceling) == []
     assert cancel.return_code in (CancelGoal.Response.ERROR_NONE,
                                   CancelGoal.Response.ERROR_REJECTED)
     held.release.set()
-    outcome = wait_future(goal_handle.get_result_async())
+    outcome = _result(graph, goal_handle)
     assert outcome.status == GoalStatus.STATUS_SUCCEEDED
     assert outcome.result.result.result == Result.RESULT_OK
-    wait_for(lambda: feedback, what='the feedback')
+    graph.action_caller().spin_until(lambda: feedback, CALL_TIMEOUT_S, 'the feedback')
     assert feedback == [(12, 12)]
     assert emulator.world.step == before + 24
     assert _step_requests(emulator) == [{'op': 'step', 'steps': 24, 'progress': True}]
@@ -120,7 +127,7 @@ def test_a_goal_while_playing_is_aborted_with_the_simulator_code(graph, emulator
     play = SetSimulationState.Request(state=SimulationState(state=SimulationState.STATE_PLAYING))
     assert graph.call(SetSimulationState, 'set_simulation_state', play).result.result == 1
     goal_handle, feedback = _send_goal(graph, 12)
-    outcome = wait_future(goal_handle.get_result_async())
+    outcome = _result(graph, goal_handle)
     assert outcome.status == GoalStatus.STATUS_ABORTED
     assert outcome.result.result.result == Result.RESULT_INCORRECT_STATE
     assert 'paused state' in outcome.result.result.error_message
@@ -132,7 +139,7 @@ def test_a_goal_without_a_reply_is_aborted_with_operation_failed(proxy, emulator
     try:
         proxy.inject('swallow', op='step')
         goal_handle, _ = _send_goal(graph, 1)
-        outcome = wait_future(goal_handle.get_result_async())
+        outcome = _result(graph, goal_handle)
         assert outcome.status == GoalStatus.STATUS_ABORTED
         assert outcome.result.result.result == Result.RESULT_OPERATION_FAILED
         assert outcome.result.result.error_message.startswith('no reply to step within 0.2')
@@ -180,11 +187,12 @@ def test_step_simulation_answers_only_after_the_barrier_hook(hooked, emulator):
 def test_the_action_awaits_the_barrier_hook_and_a_failing_hook_fails_the_step(hooked, emulator):
     graph, barriers = hooked
     goal_handle, _ = _send_goal(graph, 12)
-    result_future = goal_handle.get_result_async()
-    assert barriers.called.wait(10.0)
+    caller = graph.action_caller()
+    result_future = caller.request_result(goal_handle)
+    caller.spin_until(barriers.called.is_set, 10.0, 'the barrier hook call')
     assert not result_future.done()
     barriers.release.set_exception(TimeoutError('no barrier 12 from polaris in 5 s'))
-    outcome = wait_future(result_future)
+    outcome = caller.wait(result_future, CALL_TIMEOUT_S, 'result')
     assert outcome.status == GoalStatus.STATUS_ABORTED
     assert outcome.result.result.result == Result.RESULT_OPERATION_FAILED
     step = emulator.world.step

@@ -25,11 +25,11 @@ from collections.abc import Callable
 
 from action_msgs.msg import GoalStatus
 import pytest
+from sim_control_graph import CALL_TIMEOUT_S
 from sim_control_graph import ControlGraph
 from sim_control_graph import graph_fixtures
 from sim_control_graph import ScriptedSimulator
 from sim_control_graph import wait_for
-from sim_control_graph import wait_future
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.msg import SimulationState
@@ -123,10 +123,10 @@ def _step(steps: int) -> Callable[[ControlGraph], list[Result]]:
 
 
 def _simulate_steps(graph: ControlGraph) -> list[Result]:
-    client = graph.action_client()
-    goal = wait_future(client.send_goal_async(SimulateSteps.Goal(steps=3)))
+    caller = graph.action_caller()
+    goal = caller.send_goal(SimulateSteps.Goal(steps=3), timeout_s=CALL_TIMEOUT_S)
     assert goal.accepted
-    answer = wait_future(goal.get_result_async())
+    answer = caller.result(goal, CALL_TIMEOUT_S)
     assert answer.status == GoalStatus.STATUS_SUCCEEDED
     return _results(answer.result.result)
 

@@ -32,13 +32,13 @@ import tempfile
 import threading
 import time
 
+from action_caller import ActionCaller
 from conftest import SpinningExecutor
 from conftest import wait_until
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.action import SimulateSteps
@@ -143,7 +143,8 @@ class Session:
             DiagnosticArray, '/diagnostics', self._on_diagnostics,
             QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.service = self.node.create_client(StepSimulation, '/step_simulation')
-        self.action = ActionClient(self.node, SimulateSteps, '/simulate_steps')
+        self.action = ActionCaller(context, SimulateSteps, '/simulate_steps',
+                                   node_name='lockstep_action_client')
         self.total_steps = 0
         self.calls = 0
 
@@ -177,7 +178,7 @@ class Session:
     def ready(self) -> None:
         """Wait for the services, the streams, every reader matched, then step once."""
         assert self.service.wait_for_service(timeout_sec=WAIT_S), self.output()
-        assert self.action.wait_for_server(timeout_sec=WAIT_S), self.output()
+        assert self.action.wait_for_server(WAIT_S), self.output()
         wait_until(lambda: all(stream.has_client for stream in self.emulator.streams),
                    what='the bridge to connect both sensor streams', timeout_s=WAIT_S)
         for reader in self.readers:
@@ -253,20 +254,27 @@ class Session:
             answered.set()
 
         started = time.monotonic()
+        deadline = started + answer_timeout_s
         if action:
+            # Sent and spun by this thread (see action_caller.py).
             goal = SimulateSteps.Goal()
             goal.steps = steps
-
-            def accepted(future) -> None:
-                future.result().get_result_async().add_done_callback(
-                    lambda done: finish(done.result().result.result))
-            self.action.send_goal_async(goal).add_done_callback(accepted)
+            try:
+                handle = self.action.send_goal(goal, timeout_s=answer_timeout_s)
+                wrapped = self.action.result(handle, max(0.0, deadline - time.monotonic()))
+                # The future's done callbacks would run as tasks of the caller's executor,
+                # which stops spinning once the future is done: take the answer here.
+                finish(wrapped.result.result)
+            except TimeoutError:
+                pass
         else:
             request = StepSimulation.Request()
             request.steps = steps
             self.service.call_async(request).add_done_callback(
                 lambda done: finish(done.result().result))
-        assert answered.wait(answer_timeout_s), (
+        if not answered.wait(max(0.0, deadline - time.monotonic())):
+            self.spinner.check()    # a spinning thread that died answers nothing
+        assert answered.is_set(), (
             f'no answer to a step of {steps} in {answer_timeout_s:g} s: the world is at step '
             f'{self.emulator.world.step} after {self.total_steps} answered; last lockstep '
             f'status: {self.last_status()}\n{self.output()}')
@@ -293,9 +301,7 @@ class Session:
                 reader.process.wait(timeout=WAIT_S)
             except subprocess.TimeoutExpired:
                 reader.process.kill()
-        # rclpy's destroy_node leaves action clients to the garbage collector, which may
-        # run at the interpreter's exit, after the context: Fast DDS 3.2 deadlocked there.
-        self.action.destroy()
+        self.action.close()
         self.node.destroy_node()
         self.log.close()
 

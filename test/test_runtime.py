@@ -17,8 +17,8 @@
 from array import array
 import threading
 
+from action_caller import ActionCaller
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
 from rclpy.qos import QoSProfile
@@ -92,8 +92,6 @@ def test_a_simulation_interfaces_service_answers(ros_context, spinning):
 
 def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spinning):
     server_node = spinning.add(rclpy.create_node('steps_server', context=ros_context))
-    client_node = spinning.add(rclpy.create_node('steps_client', context=ros_context))
-
     first_feedback = threading.Event()
 
     def execute(goal_handle):
@@ -116,8 +114,8 @@ def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spin
 
     server = ActionServer(server_node, SimulateSteps, 'simulate_steps', execute,
                           cancel_callback=lambda _: CancelResponse.REJECT)
-    client = ActionClient(client_node, SimulateSteps, 'simulate_steps')
-    assert client.wait_for_server(timeout_sec=WAIT_S)
+    caller = ActionCaller(ros_context, SimulateSteps, 'simulate_steps', node_name='steps_client')
+    assert caller.wait_for_server(WAIT_S)
     feedback = []
 
     def on_feedback(message) -> None:
@@ -126,9 +124,9 @@ def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spin
 
     goal = SimulateSteps.Goal()
     goal.steps = 36
-    handle = spinning.wait(client.send_goal_async(goal, feedback_callback=on_feedback), WAIT_S)
+    handle = caller.send_goal(goal, feedback_callback=on_feedback, timeout_s=WAIT_S)
     assert handle.accepted
-    outcome = spinning.wait(handle.get_result_async(), WAIT_S)
+    outcome = caller.result(handle, WAIT_S)
     assert outcome.result.result.result == Result.RESULT_OK
     # Feedback is best effort in rclpy's action protocol, the result is not: the first
     # feedback was repeated until it came; every one that came adds up to the goal.
@@ -136,5 +134,5 @@ def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spin
     assert completed and completed[0] == 12 and completed == sorted(completed)
     assert all(msg.feedback.completed_steps + msg.feedback.remaining_steps == 36
                for msg in feedback)
-    client.destroy()
+    caller.close()
     server.destroy()

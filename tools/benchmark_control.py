@@ -34,10 +34,12 @@ import time
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
 
+from acres_bridge.nodes import dds
 from acres_bridge.protocol.control import ControlClient
 
 
@@ -85,8 +87,7 @@ def main() -> None:
     parser.add_argument('--calls', type=int, default=500)
     args = parser.parse_args()
     # DDS stays on this machine, for this process and the ones it starts.
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ['ROS_LOCALHOST_ONLY'] = '1'
+    dds.keep_discovery_local(os.environ, dds.find_fast_dds())
     os.environ.setdefault('ROS_DOMAIN_ID', '20')
     emulator = subprocess.Popen(
         [sys.executable, '-m', 'acres_bridge.emulator.server', '--control-port', '0',
@@ -125,15 +126,30 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         print(f'ROS 8 concurrent callers        {rounds * 8 / elapsed:7.0f} calls/s '
               f'({rounds} rounds of 8)')
-        action = ActionClient(node, SimulateSteps, 'simulate_steps')
+        # The action client gets a node and an executor of its own, spun by the thread that
+        # sends: Jazzy's ActionClient records a request's future only after sending it, so a
+        # response taken by another thread in between would be dropped.
+        action_node = rclpy.create_node('benchmark_control_action')
+        action = ActionClient(action_node, SimulateSteps, 'simulate_steps')
+        action_executor = SingleThreadedExecutor()
+        action_executor.add_node(action_node)
         assert action.wait_for_server(timeout_sec=30.0)
 
+        def spun(future, timeout_s: float = 30.0):
+            action_executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+            if not future.done():
+                raise TimeoutError('no answer')
+            return future.result()
+
         def goal() -> None:
-            handle = _wait(action.send_goal_async(SimulateSteps.Goal(steps=36)))
-            _wait(handle.get_result_async())
+            handle = spun(action.send_goal_async(SimulateSteps.Goal(steps=36)))
+            spun(handle.get_result_async())
 
         print(f'ROS simulate_steps(36)          '
               f'{_percentiles(_timed(max(10, args.calls // 10), goal))}')
+        action_executor.shutdown()
+        action.destroy()        # before the context: not at exit, by the garbage collector
+        action_node.destroy_node()
         node_process.terminate()
         node_process.wait(timeout=30)
         node_process = subprocess.Popen([sys.executable, '-c', _ECHO_SERVICE])

@@ -1,0 +1,102 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+An action client that one thread both calls and spins, for tests on every distribution.
+
+Jazzy's rclpy ``ActionClient`` sends a goal, cancel or result request and only then records
+the future that the response completes, with no lock (Kilted's holds one). An executor thread
+that takes the response in between drops it ("Ignoring unexpected goal response") and the
+future never completes: under load a step goal went unanswered for 90 s. Here the client has a
+node and a single-threaded executor of its own, and the thread that sends a request is the one
+that spins until the answer is in, so no response can come before its future is recorded.
+Feedback callbacks and the futures' done callbacks run on that thread too, and only while it
+waits: take answers from the return values.
+"""
+
+import threading
+import time
+from typing import Any
+from typing import Callable
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+
+SPIN_PERIOD_S = 0.05
+
+
+class ActionCaller:
+    """An action client on a node of its own, used and spun by the thread that made it."""
+
+    def __init__(self, context: Any, action_type: type, name: str, *,
+                 node_name: str = 'action_test_client', namespace: str = '') -> None:
+        self._owner = threading.get_ident()
+        self.node = rclpy.create_node(node_name, context=context, namespace=namespace)
+        self.client = ActionClient(self.node, action_type, name)
+        self._executor = SingleThreadedExecutor(context=context)
+        self._executor.add_node(self.node)
+
+    def _check_thread(self) -> None:
+        assert threading.get_ident() == self._owner, (
+            'an ActionCaller is called and spun by the thread that made it')
+
+    def wait_for_server(self, timeout_s: float) -> bool:
+        return self.client.wait_for_server(timeout_sec=timeout_s)
+
+    def send_goal(self, goal: Any, *, feedback_callback: Callable[[Any], None] | None = None,
+                  timeout_s: float) -> Any:
+        """Send a goal; return its goal handle once the server answered."""
+        self._check_thread()
+        return self.wait(self.client.send_goal_async(goal, feedback_callback=feedback_callback),
+                         timeout_s, 'goal response')
+
+    def request_result(self, goal_handle: Any) -> Any:
+        """Ask for a goal's result; return the future (completed only while this thread waits)."""
+        self._check_thread()
+        return goal_handle.get_result_async()
+
+    def result(self, goal_handle: Any, timeout_s: float) -> Any:
+        """Ask for a goal's result and wait for it (the wrapped result, with its status)."""
+        return self.wait(self.request_result(goal_handle), timeout_s, 'result')
+
+    def cancel(self, goal_handle: Any, timeout_s: float) -> Any:
+        """Ask to cancel a goal; return the CancelGoal response."""
+        self._check_thread()
+        return self.wait(goal_handle.cancel_goal_async(), timeout_s, 'cancel response')
+
+    def wait(self, future: Any, timeout_s: float, what: str = 'answer') -> Any:
+        """Spin this client until the future is done; return its result."""
+        self._check_thread()
+        self._executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+        if not future.done():
+            raise TimeoutError(f'no {what} within {timeout_s:g} s')
+        return future.result()
+
+    def spin_until(self, predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+        """Spin this client (its feedback callbacks run) until the predicate holds."""
+        self._check_thread()
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'no {what} within {timeout_s:g} s')
+            self._executor.spin_once(timeout_sec=SPIN_PERIOD_S)
+
+    def close(self) -> None:
+        """Destroy the client, then its node."""
+        # Left to the garbage collector, the client may go at the interpreter's exit, after
+        # the context: Fast DDS 3.2 deadlocked there.
+        self._executor.shutdown(timeout_sec=5.0)
+        self.client.destroy()
+        self.node.destroy_node()
