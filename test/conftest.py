@@ -168,10 +168,11 @@ class SpinningExecutor:
 
     def shutdown(self) -> None:
         """Stop the spinning thread, then the executor (waiting for callbacks in flight)."""
-        self._stop.set()
-        self._thread.join(timeout=30.0)
-        assert not self._thread.is_alive(), 'the test executor did not stop spinning'
-        self.executor.shutdown(timeout_sec=5.0)
+        if not self._stop.is_set():     # a test may stop it before the fixture does
+            self._stop.set()
+            self._thread.join(timeout=30.0)
+            assert not self._thread.is_alive(), 'the test executor did not stop spinning'
+            self.executor.shutdown(timeout_sec=5.0)
         self.check()
 
 

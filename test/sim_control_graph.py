@@ -133,10 +133,11 @@ class ControlGraph:
         if name not in self._action_ready:
             assert caller.wait_for_server(CALL_TIMEOUT_S), f'no action {name}'
             # The server's services can be found before its feedback publisher has matched
-            # the client's subscription: feedback sent before that would be lost.
+            # the client's subscriptions (rclpy's and the caller's own): feedback sent before
+            # that would be lost.
             topic = f'{self.namespace}/{name}/_action/feedback'
-            wait_for(lambda: self.node.count_subscribers(topic) > 0,
-                     CALL_TIMEOUT_S, f'the {name} feedback subscription')
+            wait_for(lambda: self.node.count_subscribers(topic) >= 2,
+                     CALL_TIMEOUT_S, f'the {name} feedback subscriptions')
             self._action_ready.add(name)
         return caller
 

@@ -66,20 +66,20 @@ def graph(proxy):
     graph.close()
 
 
-def _send_goal(graph: ControlGraph, steps: int) -> tuple:
-    caller = graph.action_caller()
-    feedback = []
-    goal_handle = caller.send_goal(
-        SimulateSteps.Goal(steps=steps),
-        feedback_callback=lambda message: feedback.append(
-            (message.feedback.completed_steps, message.feedback.remaining_steps)),
-        timeout_s=CALL_TIMEOUT_S)
+def _send_goal(graph: ControlGraph, steps: int) -> object:
+    goal_handle = graph.action_caller().send_goal(SimulateSteps.Goal(steps=steps),
+                                                  timeout_s=CALL_TIMEOUT_S)
     assert goal_handle.accepted
-    return goal_handle, feedback
+    return goal_handle
 
 
 def _result(graph: ControlGraph, goal_handle) -> object:
     return graph.action_caller().result(goal_handle, CALL_TIMEOUT_S)
+
+
+def _feedback(graph: ControlGraph, goal_handle) -> list[tuple[int, int]]:
+    return [(feedback.completed_steps, feedback.remaining_steps)
+            for feedback in graph.action_caller().feedback(goal_handle)]
 
 
 def _step_requests(emulator: Emulator) -> list[dict]:
@@ -89,15 +89,15 @@ def _step_requests(emulator: Emulator) -> list[dict]:
 
 def test_simulate_steps_gives_feedback_from_each_progress_event(graph, emulator):
     before = emulator.world.step
-    goal_handle, feedback = _send_goal(graph, 36)
+    goal_handle = _send_goal(graph, 36)
     outcome = _result(graph, goal_handle)
     assert outcome.status == GoalStatus.STATUS_SUCCEEDED
     assert (outcome.result.result.result, outcome.result.result.error_message) == (
         Result.RESULT_OK, '')
     # Feedback is a topic and the result a service: wait, as their order is not given.
-    graph.action_caller().spin_until(lambda: len(feedback) == 2, CALL_TIMEOUT_S,
-                                     'two feedback messages')
-    assert feedback == [(12, 24), (24, 12)]
+    graph.action_caller().spin_until(lambda: len(_feedback(graph, goal_handle)) == 2,
+                                     CALL_TIMEOUT_S, 'two feedback messages')
+    assert _feedback(graph, goal_handle) == [(12, 24), (24, 12)]
     assert emulator.world.step == before + 36
     assert _step_requests(emulator) == [{'op': 'step', 'steps': 36, 'progress': True}]
 
@@ -105,7 +105,7 @@ def test_simulate_steps_gives_feedback_from_each_progress_event(graph, emulator)
 def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emulator, proxy):
     before = emulator.world.step
     held = proxy.inject('delay', op='step', delay_s=30.0)
-    goal_handle, feedback = _send_goal(graph, 24)
+    goal_handle = _send_goal(graph, 24)
     wait_for(lambda: _step_requests(emulator), what='the step request')
     cancel = graph.action_caller().cancel(goal_handle, CALL_TIMEOUT_S)
     # rclpy answers a rejected cancel with no goal in goals_canceling (and ERROR_NONE, where
@@ -117,8 +117,9 @@ def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emula
     outcome = _result(graph, goal_handle)
     assert outcome.status == GoalStatus.STATUS_SUCCEEDED
     assert outcome.result.result.result == Result.RESULT_OK
-    graph.action_caller().spin_until(lambda: feedback, CALL_TIMEOUT_S, 'the feedback')
-    assert feedback == [(12, 12)]
+    graph.action_caller().spin_until(lambda: _feedback(graph, goal_handle), CALL_TIMEOUT_S,
+                                     'the feedback')
+    assert _feedback(graph, goal_handle) == [(12, 12)]
     assert emulator.world.step == before + 24
     assert _step_requests(emulator) == [{'op': 'step', 'steps': 24, 'progress': True}]
 
@@ -126,19 +127,19 @@ def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emula
 def test_a_goal_while_playing_is_aborted_with_the_simulator_code(graph, emulator):
     play = SetSimulationState.Request(state=SimulationState(state=SimulationState.STATE_PLAYING))
     assert graph.call(SetSimulationState, 'set_simulation_state', play).result.result == 1
-    goal_handle, feedback = _send_goal(graph, 12)
+    goal_handle = _send_goal(graph, 12)
     outcome = _result(graph, goal_handle)
     assert outcome.status == GoalStatus.STATUS_ABORTED
     assert outcome.result.result.result == Result.RESULT_INCORRECT_STATE
     assert 'paused state' in outcome.result.result.error_message
-    assert feedback == []
+    assert _feedback(graph, goal_handle) == []
 
 
 def test_a_goal_without_a_reply_is_aborted_with_operation_failed(proxy, emulator):
     graph = _graph(proxy.port, parameters={'timeout_s': 0.2})
     try:
         proxy.inject('swallow', op='step')
-        goal_handle, _ = _send_goal(graph, 1)
+        goal_handle = _send_goal(graph, 1)
         outcome = _result(graph, goal_handle)
         assert outcome.status == GoalStatus.STATUS_ABORTED
         assert outcome.result.result.result == Result.RESULT_OPERATION_FAILED
@@ -186,7 +187,7 @@ def test_step_simulation_answers_only_after_the_barrier_hook(hooked, emulator):
 
 def test_the_action_awaits_the_barrier_hook_and_a_failing_hook_fails_the_step(hooked, emulator):
     graph, barriers = hooked
-    goal_handle, _ = _send_goal(graph, 12)
+    goal_handle = _send_goal(graph, 12)
     caller = graph.action_caller()
     result_future = caller.request_result(goal_handle)
     caller.spin_until(barriers.called.is_set, 10.0, 'the barrier hook call')

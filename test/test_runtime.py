@@ -114,25 +114,26 @@ def test_the_simulate_steps_action_gives_feedback_and_a_result(ros_context, spin
 
     server = ActionServer(server_node, SimulateSteps, 'simulate_steps', execute,
                           cancel_callback=lambda _: CancelResponse.REJECT)
-    caller = ActionCaller(ros_context, SimulateSteps, 'simulate_steps', node_name='steps_client')
-    assert caller.wait_for_server(WAIT_S)
-    feedback = []
-
-    def on_feedback(message) -> None:
-        feedback.append(message)
-        first_feedback.set()
-
-    goal = SimulateSteps.Goal()
-    goal.steps = 36
-    handle = caller.send_goal(goal, feedback_callback=on_feedback, timeout_s=WAIT_S)
-    assert handle.accepted
-    outcome = caller.result(handle, WAIT_S)
-    assert outcome.result.result.result == Result.RESULT_OK
-    # Feedback is best effort in rclpy's action protocol, the result is not: the first
-    # feedback was repeated until it came; every one that came adds up to the goal.
-    completed = [msg.feedback.completed_steps for msg in feedback]
-    assert completed and completed[0] == 12 and completed == sorted(completed)
-    assert all(msg.feedback.completed_steps + msg.feedback.remaining_steps == 36
-               for msg in feedback)
-    caller.close()
-    server.destroy()
+    caller = ActionCaller(ros_context, SimulateSteps, 'simulate_steps', node_name='steps_client',
+                          on_feedback=lambda _: first_feedback.set())
+    try:
+        assert caller.wait_for_server(WAIT_S)
+        goal = SimulateSteps.Goal()
+        goal.steps = 36
+        handle = caller.send_goal(goal, timeout_s=WAIT_S)
+        assert handle.accepted
+        outcome = caller.result(handle, WAIT_S)
+        assert outcome.result.result.result == Result.RESULT_OK
+        # The first feedback was repeated until one came; every one that came adds up to the
+        # goal, in order.
+        feedback = caller.feedback(handle)
+        completed = [message.completed_steps for message in feedback]
+        assert completed and completed[0] == 12 and completed == sorted(completed)
+        assert all(message.completed_steps + message.remaining_steps == 36
+                   for message in feedback)
+    finally:
+        # An action server destroyed while an executor spins it can be used after it is gone
+        # (the spinning thread died of it): stop spinning first.
+        spinning.shutdown()
+        caller.close()
+        server.destroy()
