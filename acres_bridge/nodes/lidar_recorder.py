@@ -86,19 +86,25 @@ class LidarRecorderNode(Node):
     The node of the ``lidar_recorder`` executable.
 
     :raises ParameterError: for a bad parameter, or an existing sequence with ``existing``
-        ``refuse``.
+        ``refuse`` (the node is destroyed).
     """
 
     def __init__(self, node_name: str = 'lidar_recorder', **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
-        settings = declare_lidar_recorder_parameters(self)
+        try:
+            settings = declare_lidar_recorder_parameters(self)
+            root = data_root(settings.root or None)
+            sequence = settings.sequence or default_sequence_name(self.get_namespace())
+            folder = root / settings.set_name / sequence
+            if settings.existing == 'refuse' and (folder / META).exists():
+                raise ParameterError(f'parameter sequence: {folder} exists and existing is '
+                                     'refuse; choose another sequence name')
+        except ParameterError:
+            # Not left to the garbage collector: at the interpreter's exit, after the
+            # context, Fast DDS can crash destroying the node (a refused run ended with -11).
+            super().destroy_node()
+            raise
         self.settings = settings
-        root = data_root(settings.root or None)
-        sequence = settings.sequence or default_sequence_name(self.get_namespace())
-        folder = root / settings.set_name / sequence
-        if settings.existing == 'refuse' and (folder / META).exists():
-            raise ParameterError(f'parameter sequence: {folder} exists and existing is refuse; '
-                                 'choose another sequence name')
         self.points_topic = self.resolve_topic_name(settings.points_topic)
         odometry_topic = self.resolve_topic_name(settings.odometry_topic)
         ground_truth = 'ground_truth' in odometry_topic

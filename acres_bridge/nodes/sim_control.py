@@ -97,6 +97,7 @@ from acres_bridge.conversions.simulation import world_from_hello
 from acres_bridge.nodes.lockstep import FutureWaiter
 from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
+from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.parameters import SimControlParameters
 from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.protocol.control import ControlClient
@@ -137,7 +138,7 @@ class SimControlNode(Node):
     :param on_hello: called on the control reader thread with each successful hello reply
         (one is requested on every connection).
     :param kwargs: passed to ``rclpy.node.Node`` (namespace, context, parameter_overrides...).
-    :raises ParameterError: for a parameter the node cannot run with.
+    :raises ParameterError: for a parameter the node cannot run with (the node is destroyed).
     """
 
     def __init__(self, node_name: str = 'sim_control', *,
@@ -145,8 +146,14 @@ class SimControlNode(Node):
                  barrier_hook: BarrierHook | None = None,
                  on_hello: Callable[[Reply], None] | None = None, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.parameters = (parameters if parameters is not None
-                           else declare_sim_control_parameters(self))
+        try:
+            self.parameters = (parameters if parameters is not None
+                               else declare_sim_control_parameters(self))
+        except ParameterError:
+            # Not left to the garbage collector: at the interpreter's exit, after the
+            # context, Fast DDS can crash destroying the node.
+            super().destroy_node()
+            raise
         self.shape = detect_shape()
         self.barrier_hook = barrier_hook
         self._on_hello = on_hello
