@@ -222,16 +222,23 @@ def assert_clean_exit(command: Background, code: int, processes: Iterable[str] =
             f'{name} did not finish cleanly; output:\n{command.tail()}')
 
 
-def wait_for_nodes(names: Iterable[str], timeout_s: float = 30.0) -> list[str]:
-    """Poll ``ros2 node list --no-daemon`` until every name is listed; return the listing."""
+def wait_for_nodes(names: Iterable[str], timeout_s: float = 60.0) -> list[str]:
+    """
+    Poll ``ros2 node list --no-daemon`` until every name is listed; return the listing.
+
+    Each try lets the command discover for longer (1, 2, 4, then 5 s): on a loaded machine a
+    busy process's node names took more than the 1 s of every try of 30 s to reach it.
+    """
     wanted = set(names)
     deadline = time.monotonic() + timeout_s
     listed: list[str] = []
+    spin_s = 1.0
     while time.monotonic() < deadline:
-        result = run(['ros2', 'node', 'list', '--no-daemon', '--spin-time', '1'])
+        result = run(['ros2', 'node', 'list', '--no-daemon', '--spin-time', f'{spin_s:g}'])
         listed = result.stdout.split()
         if wanted <= set(listed):
             return listed
+        spin_s = min(2 * spin_s, 5.0)
     pytest.fail(f'ros2 node list shows {listed}, not {sorted(wanted)}, after {timeout_s} s')
 
 
