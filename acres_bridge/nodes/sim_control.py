@@ -320,8 +320,10 @@ class SimControlNode(Node):
             reply = future.result()
         except ControlError as exc:
             # A busy simulator may answer after the time-out (its late reply is dropped): ask
-            # again while the connection lasts; a new connection asks on its own.
-            again = self.control.connected
+            # again while the connection lasts. Only then: a channel that closed fails the
+            # request at once, and asking again before the client has seen the close spun in
+            # a loop of failed sends; the next connection asks on its own.
+            again = isinstance(exc, ControlTimeout) and self.control.connected
             self.get_logger().warning(
                 f'no hello after connecting: {exc}{"; asking again" if again else ""}')
             if again:
