@@ -52,7 +52,7 @@ from acres_bridge.nodes.lockstep import DeliverySource
 from acres_bridge.nodes.lockstep import Lockstep
 from acres_bridge.nodes.parameters import BridgeParameters
 from acres_bridge.nodes.parameters import declare_bridge_parameters
-from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import SensorBridgeParameters
 from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.nodes.sensor_bridge import SensorBridge
@@ -124,11 +124,8 @@ class SessionBridge:
     def __init__(self, executor: Executor, **kwargs: object) -> None:
         self.executor = executor
         self.node = Node('acres_bridge', **kwargs)
-        try:
+        with destroyed_on_parameter_error(self.node.destroy_node):
             self.parameters: BridgeParameters = declare_bridge_parameters(self.node)
-        except ParameterError:
-            self.node.destroy_node()
-            raise
         self.shared = SharedPublishers(self.node)
         self.lockstep = Lockstep(self.node, barrier_timeout_s=self.parameters.timeout_s,
                                  ack_timeout_s=self.parameters.ack_timeout_s)

@@ -57,6 +57,7 @@ from acres_bridge.dataset.format import META
 from acres_bridge.dataset.recorder import default_sequence_name
 from acres_bridge.dataset.recorder import LidarRecorder
 from acres_bridge.nodes.parameters import declare_lidar_recorder_parameters
+from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.process import run_until_shutdown
 
@@ -91,7 +92,7 @@ class LidarRecorderNode(Node):
 
     def __init__(self, node_name: str = 'lidar_recorder', **node_kwargs) -> None:
         super().__init__(node_name, **node_kwargs)
-        try:
+        with destroyed_on_parameter_error(super().destroy_node):
             settings = declare_lidar_recorder_parameters(self)
             root = data_root(settings.root or None)
             sequence = settings.sequence or default_sequence_name(self.get_namespace())
@@ -99,11 +100,6 @@ class LidarRecorderNode(Node):
             if settings.existing == 'refuse' and (folder / META).exists():
                 raise ParameterError(f'parameter sequence: {folder} exists and existing is '
                                      'refuse; choose another sequence name')
-        except ParameterError:
-            # Not left to the garbage collector: at the interpreter's exit, after the
-            # context, Fast DDS can crash destroying the node (a refused run ended with -11).
-            super().destroy_node()
-            raise
         self.settings = settings
         self.points_topic = self.resolve_topic_name(settings.points_topic)
         odometry_topic = self.resolve_topic_name(settings.odometry_topic)

@@ -68,7 +68,7 @@ from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.nodes.lockstep import BarrierTracker
 from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
-from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import SensorBridgeParameters
 from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.nodes.shared_publishers import create_publisher
@@ -409,11 +409,8 @@ class SensorBridgeNode(Node):
                  on_frame: Callable[[Frame], None] | None = None, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.bridge: SensorBridge | None = None
-        try:
+        with destroyed_on_parameter_error(super().destroy_node):
             self.parameters = declare_sensor_bridge_parameters(self)
-        except ParameterError:
-            super().destroy_node()
-            raise
         name = self.get_namespace().strip('/').replace('/', '.') or self.get_name()
         self.bridge = SensorBridge(self, self.parameters, name=name, on_frame=on_frame)
         if autostart:

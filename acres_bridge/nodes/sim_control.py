@@ -97,7 +97,7 @@ from acres_bridge.conversions.simulation import world_from_hello
 from acres_bridge.nodes.lockstep import FutureWaiter
 from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
-from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import SimControlParameters
 from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.protocol.control import ControlClient
@@ -146,14 +146,9 @@ class SimControlNode(Node):
                  barrier_hook: BarrierHook | None = None,
                  on_hello: Callable[[Reply], None] | None = None, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        try:
+        with destroyed_on_parameter_error(super().destroy_node):
             self.parameters = (parameters if parameters is not None
                                else declare_sim_control_parameters(self))
-        except ParameterError:
-            # Not left to the garbage collector: at the interpreter's exit, after the
-            # context, Fast DDS can crash destroying the node.
-            super().destroy_node()
-            raise
         self.shape = detect_shape()
         self.barrier_hook = barrier_hook
         self._on_hello = on_hello
