@@ -183,8 +183,10 @@ class SensorStreamServer:
         return self.queue(FrameType.BARRIER, encode_barrier_payload(step), stamp_s)
 
     def wait_drained(self, timeout_s: float) -> bool:
-        """Wait until the queue is empty (or no client); return whether it is."""
-        return self._wait(lambda: not self._queue or not self._connected, timeout_s)
+        """Wait until every queued frame is in the socket (or no client); return whether so."""
+        # An empty queue is not enough: the sender may still be writing what it took from it.
+        return self._wait(lambda: (not self._queue and not self._in_flight)
+                          or not self._connected, timeout_s)
 
     def wait_disconnected(self, timeout_s: float) -> bool:
         """Wait until no client is connected; return whether none is."""
