@@ -47,7 +47,9 @@ means: each agent's port from the simulator's ``hello`` reply. ``dds_profile`` s
 with Fast DDS 2.x, which read only that name) and ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` for the
 processes of this launch, rviz2 included. ``rviz:=true`` without rviz2 installed (or
 ``record_dataset:=true`` without ``lidar_recorder``) stops the launch with one line before any
-process starts. Works with the launch and launch_ros of Humble to Kilted.
+process starts. After Ctrl-C, launch gives acres_bridge 20 s (``sigterm_timeout``) to stop its
+sensor processes and itself before it sends SIGTERM. Works with the launch and launch_ros of
+Humble to Kilted.
 """
 
 import os
@@ -66,6 +68,11 @@ import yaml
 
 PACKAGE = 'acres_bridge'
 FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
+# How long launch waits after Ctrl-C before it escalates to SIGTERM on acres_bridge: above the
+# process's own bounded stop (each sensor process gets 5 s to end, then SIGTERM, then SIGKILL),
+# where launch's 5 s default cut a clean stop short on a loaded machine. A sigterm_timeout:=
+# argument on the command line still wins.
+BRIDGE_SIGTERM_TIMEOUT_S = '20'
 _CONFIG = FindPackageShare(PACKAGE)
 
 # (argument, default, description); an empty default keeps the parameters file's value.
@@ -202,6 +209,8 @@ def _launch_setup(context: LaunchContext) -> list:
         arguments=['--ros-args', '--log-level', value('log_level')],
         output='screen',
         emulate_tty=True,
+        sigterm_timeout=LaunchConfiguration('sigterm_timeout',
+                                            default=BRIDGE_SIGTERM_TIMEOUT_S),
     ))
     if _flag(context, 'rviz'):
         actions.append(Node(

@@ -23,7 +23,9 @@ records each agent into ``$ACRES_DATA``.
 """
 
 from collections.abc import Iterator
+import os
 from pathlib import Path
+import signal
 import socket
 
 import pytest
@@ -151,6 +153,25 @@ def test_ros2_launch_against_the_emulator_and_ctrl_c(
         assert 'already registered' not in launch.output
         code = launch.interrupt()
         assert_clean_exit(launch, code, processes)
+    finally:
+        launch.kill()
+
+
+def test_ctrl_c_lets_the_bridge_end_a_sensor_process_that_hangs() -> None:
+    """acres_bridge escalates on a stopped child for 10 s; launch waits for its clean end."""
+    require_tooling()
+    control, first, second = free_ports(3)
+    # Two vehicles: each stream gets a process of its own.
+    launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
+                         'vehicles:=polaris,maxxum', f'port:={control}',
+                         f'sensor_ports:={first},{second}'])
+    try:
+        child = int(launch.wait_for(r'sensor stream maxxum: process (\d+) ', timeout_s=60.0)[1])
+        launch.wait_for(r'sensor stream maxxum: hello from agent', timeout_s=60.0)
+        os.kill(child, signal.SIGSTOP)     # it takes no signal now but SIGKILL
+        code = launch.interrupt(90.0)
+        assert f'process {child} did not end in 5 s, sending SIGKILL' in launch.output
+        assert_clean_exit(launch, code, ['acres_sim_emulator', 'acres_bridge'])
     finally:
         launch.kill()
 
