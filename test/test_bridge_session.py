@@ -57,9 +57,15 @@ class Recorder:
         self.messages: dict[str, list] = collections.defaultdict(list)
         self._lock = threading.Lock()
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        for topic, message_type in topics.items():
+        self._subscriptions = [
             node.create_subscription(message_type, topic,
                                      lambda message, topic=topic: self._add(topic, message), qos)
+            for topic, message_type in topics.items()]
+
+    def matched(self) -> bool:
+        """Whether every subscription has matched a publisher (not only discovered one)."""
+        return all(subscription.get_publisher_count() > 0
+                   for subscription in self._subscriptions)
 
     def _add(self, topic: str, message: object) -> None:
         with self._lock:
@@ -120,8 +126,7 @@ def test_each_step_answers_after_every_message_of_the_step_was_published(session
                what='both sensor streams to connect', timeout_s=WAIT_S)
     barrier_publisher = session.node.get_publishers_info_by_topic('/maxxum/step_barrier')
     assert barrier_publisher, 'the session has no barrier publisher for the second agent'
-    wait_until(lambda: all(session.node.count_subscribers(topic) for topic in topics),
-               what='the client to be matched', timeout_s=WAIT_S)
+    wait_until(recorder.matched, what='the client to be matched', timeout_s=WAIT_S)
 
     for request_number in range(1, 4):
         request = StepSimulation.Request()
@@ -156,9 +161,7 @@ def test_two_agents_are_namespaced_and_prefixed_and_services_keep_their_names(se
                                '/maxxum/lidar/points': PointCloud2})
     wait_until(lambda: len(session.bridges) == 2 and all(b.connected for b in session.bridges),
                what='both sensor streams to connect', timeout_s=WAIT_S)
-    wait_until(lambda: all(session.node.count_subscribers(topic)
-                           for topic in ('/polaris/lidar/points', '/maxxum/lidar/points')),
-               what='the client to be matched', timeout_s=WAIT_S)
+    wait_until(clouds.matched, what='the client to be matched', timeout_s=WAIT_S)
     state = call(spinner, client, GetSimulationState, '/get_simulation_state',
                  GetSimulationState.Request())
     assert state.result.result == Result.RESULT_OK

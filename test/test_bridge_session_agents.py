@@ -27,6 +27,7 @@ from rclpy.parameter import Parameter
 from sensor_bridge_graph import AGENT_TOPICS
 from sensor_bridge_graph import GLOBAL_TOPICS
 from sensor_bridge_graph import Recorder
+from sensor_bridge_graph import wait_matched
 from sensor_bridge_graph import wait_until
 
 from acres_bridge.nodes.bridge import session_layout
@@ -86,8 +87,12 @@ def test_without_a_stream_for_agent_0_nothing_publishes_clock_and_names_are_pref
     assert maxxum.name == 'maxxum'
     assert '/clock' not in maxxum.publishers
     assert maxxum.parameters.frame_prefix == 'maxxum'   # two agents in hello, one stream
-    wait_until(lambda: recorder.node.count_publishers('/maxxum/lidar/points') == 1,
-               what='the maxxum cloud publisher')
+    # Matched, not only discovered: the world holds still after the step, so a message
+    # published before the match would be the last one (once seen under load).
+    stepped = [publisher for publisher in maxxum.publishers.values()
+               if publisher.topic_name in ('/maxxum/lidar/points', '/maxxum/ins/fix')]
+    assert len(stepped) == 2
+    wait_matched(stepped)
     # The session holds the emulator's one control client: step through it.
     assert bridge.control.control.request('step', steps=12, timeout_s=20.0)['result'] == 1
     recorder.wait_counts({'/maxxum/lidar/points': 1, '/maxxum/ins/fix': 10})
