@@ -177,6 +177,17 @@ class Recorder:
             self.messages.clear()
 
 
+def streaming(bridge: Any) -> bool:
+    """
+    Whether a sensor bridge holds the Hello of its current connection.
+
+    Connected alone is not enough before a lockstep step: the TCP connection completes in the
+    listen queue, and the emulator queues frames only once it has accepted the client, which
+    it does before it sends the Hello.
+    """
+    return bridge.connected and bridge.hello is not None
+
+
 def wait_matched(publishers: Any, timeout_s: float = TIMEOUT_S) -> None:
     """Wait until every publisher has matched at least one subscription."""
     publishers = list(publishers)
@@ -185,4 +196,4 @@ def wait_matched(publishers: Any, timeout_s: float = TIMEOUT_S) -> None:
 
 
 __all__ = ['AGENT_TOPICS', 'copy_frame', 'FrameTap', 'GLOBAL_TOPICS', 'LATCHED', 'Recorder',
-           'reliable', 'TIMEOUT_S', 'wait_matched', 'wait_until']
+           'reliable', 'streaming', 'TIMEOUT_S', 'wait_matched', 'wait_until']

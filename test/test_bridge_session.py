@@ -36,6 +36,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
+from sensor_bridge_graph import streaming
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
@@ -122,8 +123,8 @@ def test_each_step_answers_after_every_message_of_the_step_was_published(session
               '/polaris/camera/image_raw': Image, '/maxxum/lidar/points': PointCloud2,
               '/polaris/ins/imu': Imu, '/maxxum/ins/imu': Imu}
     recorder = Recorder(client, topics)
-    wait_until(lambda: len(session.bridges) == 2 and all(b.connected for b in session.bridges),
-               what='both sensor streams to connect', timeout_s=WAIT_S)
+    wait_until(lambda: len(session.bridges) == 2 and all(streaming(b) for b in session.bridges),
+               what='both sensor streams to send their Hello', timeout_s=WAIT_S)
     barrier_publisher = session.node.get_publishers_info_by_topic('/maxxum/step_barrier')
     assert barrier_publisher, 'the session has no barrier publisher for the second agent'
     wait_until(recorder.matched, what='the client to be matched', timeout_s=WAIT_S)
@@ -159,8 +160,8 @@ def test_two_agents_are_namespaced_and_prefixed_and_services_keep_their_names(se
     emulator, session, client, spinner = session_graph
     clouds = Recorder(client, {'/polaris/lidar/points': PointCloud2,
                                '/maxxum/lidar/points': PointCloud2})
-    wait_until(lambda: len(session.bridges) == 2 and all(b.connected for b in session.bridges),
-               what='both sensor streams to connect', timeout_s=WAIT_S)
+    wait_until(lambda: len(session.bridges) == 2 and all(streaming(b) for b in session.bridges),
+               what='both sensor streams to send their Hello', timeout_s=WAIT_S)
     wait_until(clouds.matched, what='the client to be matched', timeout_s=WAIT_S)
     state = call(spinner, client, GetSimulationState, '/get_simulation_state',
                  GetSimulationState.Request())

@@ -27,6 +27,7 @@ from rclpy.parameter import Parameter
 from sensor_bridge_graph import AGENT_TOPICS
 from sensor_bridge_graph import GLOBAL_TOPICS
 from sensor_bridge_graph import Recorder
+from sensor_bridge_graph import streaming
 from sensor_bridge_graph import wait_matched
 from sensor_bridge_graph import wait_until
 
@@ -81,8 +82,8 @@ def session(ros_context, emulator_factory):
 
 def test_without_a_stream_for_agent_0_nothing_publishes_clock_and_names_are_prefixed(session):
     emulator, bridge, recorder = session
-    wait_until(lambda: len(bridge.bridges) == 1 and bridge.bridges[0].connected,
-               what="the maxxum's stream to connect")
+    wait_until(lambda: len(bridge.bridges) == 1 and streaming(bridge.bridges[0]),
+               what="the maxxum's stream to connect and send its Hello")
     [maxxum] = bridge.bridges
     assert maxxum.name == 'maxxum'
     assert '/clock' not in maxxum.publishers
