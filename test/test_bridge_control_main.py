@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 
+from conftest import call_across_processes
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -56,10 +57,9 @@ def test_the_executable_serves_the_emulator_and_ends_on_sigint(emulator_factory,
     try:
         client = node.create_client(GetSimulationState, 'get_simulation_state')
         assert client.wait_for_service(timeout_sec=30.0)
-        future = client.call_async(GetSimulationState.Request())
         executor.add_node(node)
-        executor.spin_until_future_complete(future, timeout_sec=15.0)
-        assert future.result().state.state == 2
+        response = call_across_processes(executor, client, GetSimulationState.Request())
+        assert response.state.state == 2
         assert {'op': 'get_state'} in [
             {key: value for key, value in request.items() if key != 'id'}
             for request in emulator.requests]
