@@ -48,7 +48,8 @@ with Fast DDS 2.x, which read only that name) and ``RMW_FASTRTPS_USE_QOS_FROM_XM
 processes of this launch, rviz2 included. ``rviz:=true`` without rviz2 installed (or
 ``record_dataset:=true`` without ``lidar_recorder``) stops the launch with one line before any
 process starts. After Ctrl-C, launch gives acres_bridge 20 s (``sigterm_timeout``) to stop its
-sensor processes and itself before it sends SIGTERM. Works with the launch and launch_ros of
+sensor processes and itself, and each lidar_recorder as long to commit what it holds, before
+it sends SIGTERM. Works with the launch and launch_ros of
 Humble to Kilted.
 """
 
@@ -68,11 +69,13 @@ import yaml
 
 PACKAGE = 'acres_bridge'
 FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
-# How long launch waits after Ctrl-C before it escalates to SIGTERM on acres_bridge: above the
-# process's own bounded stop (each sensor process gets 5 s to end, then SIGTERM, then SIGKILL),
-# where launch's 5 s default cut a clean stop short on a loaded machine. A sigterm_timeout:=
-# argument on the command line still wins.
-BRIDGE_SIGTERM_TIMEOUT_S = '20'
+# How long launch waits after Ctrl-C before it escalates to SIGTERM on acres_bridge and each
+# lidar_recorder: above the bridge's own bounded stop (each sensor process gets 5 s to end,
+# then SIGTERM, then SIGKILL) and the recorder's (it converts the clouds it holds and commits
+# the open shard), where launch's 5 s default cut a clean stop short on a loaded machine, and
+# a recorder's SIGTERM loses what it had not committed. A sigterm_timeout:= argument on the
+# command line still wins.
+STOP_SIGTERM_TIMEOUT_S = '20'
 _CONFIG = FindPackageShare(PACKAGE)
 
 # (argument, default, description); an empty default keeps the parameters file's value.
@@ -168,6 +171,8 @@ def _recorders(context: LaunchContext, namespace: str, use_sim_time: bool) -> li
             arguments=['--ros-args', '--log-level', value('log_level')],
             output='screen',
             emulate_tty=True,
+            sigterm_timeout=LaunchConfiguration('sigterm_timeout',
+                                                default=STOP_SIGTERM_TIMEOUT_S),
         ))
     return nodes
 
@@ -209,8 +214,7 @@ def _launch_setup(context: LaunchContext) -> list:
         arguments=['--ros-args', '--log-level', value('log_level')],
         output='screen',
         emulate_tty=True,
-        sigterm_timeout=LaunchConfiguration('sigterm_timeout',
-                                            default=BRIDGE_SIGTERM_TIMEOUT_S),
+        sigterm_timeout=LaunchConfiguration('sigterm_timeout', default=STOP_SIGTERM_TIMEOUT_S),
     ))
     if _flag(context, 'rviz'):
         actions.append(Node(
