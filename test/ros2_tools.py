@@ -42,6 +42,11 @@ TOOLING = ROOT.parent / 'shared' / 'ros-tooling'
 PACKAGE = 'acres_bridge'
 # What a process prints when Python dies of an exception (a KeyboardInterrupt included).
 TRACEBACK = 'Traceback (most recent call last)'
+# Fast DDS prints its own log on the standard output of any process, coloured and dated: on a
+# busy machine, for example, a shared-memory port it could not lock (it takes another). What a
+# tool prints is read without those lines; run() keeps them in ``stderr``.
+_FAST_DDS_LOG_LINE = re.compile(r'^\x1b\[[0-9;]*m\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ .*(?:\n|$)',
+                                re.MULTILINE)
 
 
 def require_tooling() -> None:
@@ -73,10 +78,17 @@ def sourced(args: Sequence[str]) -> list[str]:
 
 def run(args: Sequence[str], timeout_s: float = 60.0, **extra_env: str) -> (
         subprocess.CompletedProcess):
-    """Run a command to its end; its output (stdout and stderr) is in ``stdout``."""
-    return subprocess.run(sourced(args), env=environment(**extra_env), cwd=ROOT, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s,
-                          check=False)
+    """
+    Run a command to its end; its output (stdout and stderr) is in ``stdout``.
+
+    Fast DDS's own log lines are taken out of ``stdout`` and kept in ``stderr``.
+    """
+    result = subprocess.run(sourced(args), env=environment(**extra_env), cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            timeout=timeout_s, check=False)
+    result.stderr = ''.join(_FAST_DDS_LOG_LINE.findall(result.stdout))
+    result.stdout = _FAST_DDS_LOG_LINE.sub('', result.stdout)
+    return result
 
 
 def free_ports(count: int) -> list[int]:
