@@ -47,21 +47,23 @@ PARAM = ['--no-daemon', '--spin-time', '2', '--timeout', '10']
 HELLO = r'sensor stream polaris: hello from agent'
 
 
-def _start_emulator() -> tuple[Background, int, int]:
-    """Start ``ros2 run acres_bridge acres_sim_emulator`` on free ports."""
+def _start_emulator(control: int | str, sensor: int) -> Background:
+    """Start ``ros2 run acres_bridge acres_sim_emulator`` on these ports."""
     require_tooling()
-    control, sensor = free_ports(2)
-    process = Background(['ros2', 'run', PACKAGE, 'acres_sim_emulator', '--control-port',
-                          str(control), '--sensor-ports', str(sensor)])
-    return process, control, sensor
+    return Background(['ros2', 'run', PACKAGE, 'acres_sim_emulator', '--control-port',
+                       str(control), '--sensor-ports', str(sensor)])
 
 
 @pytest.fixture
 def emulator() -> Iterator[tuple[int, int]]:
     """Run the emulator with ``ros2 run`` until the test ends; give (control, sensor)."""
-    process, control, sensor = _start_emulator()
+    # Ports the emulator binds itself: a port found free and then closed can be taken by any
+    # connection of the machine before the emulator binds it (seen beside other test runs).
+    process = _start_emulator('any', 0)
     try:
-        process.wait_for('ACRES_SIM_EMULATOR_READY')
+        ready = process.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+) sensors=(\d+)')
+        control, sensor = int(ready[1]), int(ready[2])
+        assert control and sensor, ready[0]
         yield control, sensor
         code = process.interrupt()
         assert_clean_exit(process, code)
@@ -88,7 +90,8 @@ def _once(listed: list[str], *nodes: str) -> None:
 
 
 def test_ros2_run_acres_sim_emulator_listens_and_ends_on_ctrl_c() -> None:
-    process, control, sensor = _start_emulator()
+    control, sensor = free_ports(2)
+    process = _start_emulator(control, sensor)
     try:
         ready = process.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+) sensors=(\d+)')
         assert (int(ready[1]), int(ready[2])) == (control, sensor)
