@@ -33,6 +33,7 @@ import threading
 
 from builtin_interfaces.msg import Time
 from conftest import claim_domain_id
+from conftest import local_discovery
 from geometry_msgs.msg import TransformStamped
 import numpy as np
 from PIL import Image as PilImage
@@ -259,7 +260,7 @@ def _cloud_rate(line: str) -> float:
 def test_the_demo_runs_headless_stops_on_ctrl_c_and_draws_non_trivial_pictures(
         tmp_path: Path) -> None:
     out = tmp_path / 'demo'
-    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST', ROS_LOCALHOST_ONLY='1')
+    env = local_discovery(dict(os.environ))
     domain_id = claim_domain_id()
     demo = subprocess.Popen(
         [sys.executable, str(ROOT / 'tools' / 'demo.py'), '--out', str(out),
