@@ -222,6 +222,10 @@ def role_emulator(args: argparse.Namespace) -> int:
         return original(frame_type, **fields)
 
     streams.encode_header = recording_encode_header
+    if args.nice:
+        # Below the bridge and the subscriber: when they wake on a busy machine they get the
+        # CPU first, as they would beside a simulator on cores of its own.
+        os.nice(args.nice)
     emulator = Emulator(('polaris',), lockstep=True, rate=args.rate,
                         render_every=args.render_every).start()
     commands = Commands()
@@ -732,8 +736,9 @@ def _drive_steps(control: Any, rate: float, seconds: float) -> None:
 
 def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: int,
              work_dir: str, depth: int, large_depth: int, render_every: int,
-             profile: bool = False, bridge_command: str | None = None, drive: str = 'play',
-             variants: bool = True, prefix: str = sys.prefix) -> dict[str, Any]:
+             emulator_nice: int = 0, profile: bool = False,
+             bridge_command: str | None = None, drive: str = 'play', variants: bool = True,
+             prefix: str = sys.prefix) -> dict[str, Any]:
     """Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures."""
     from acres_bridge.protocol.control import ControlClient
     tag = run_tag(mode, config, drive, rate)
@@ -755,7 +760,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         if mode == 'bridge':
             emulator = Child(f'{tag}-emulator', me + [
                 '_emulator', '--rate', str(rate), '--record', pub_record,
-                '--render-every', str(render_every)], env, work_dir)
+                '--render-every', str(render_every), '--nice', str(emulator_nice)],
+                env, work_dir)
             children.append(emulator)
             ready = emulator.expect('READY', START_TIMEOUT_S).split()
             ports = dict(item.split('=') for item in ready[1:])
@@ -982,7 +988,7 @@ def reanalyse(report: dict[str, Any], work_dir: str) -> dict[str, Any]:
 def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   configs: Sequence[str] = DEFAULT_CONFIGS, seconds: float = 60.0,
                   domain_id: int = DEFAULT_DOMAIN_ID, work_dir: str, depth: int = 200,
-                  large_depth: int = 10, render_every: int = 10,
+                  large_depth: int = 10, render_every: int = 10, emulator_nice: int = 0,
                   modes: Sequence[str] = ('bridge', 'floor'), profile: bool = False,
                   rate_seconds: dict[float, float] | None = None,
                   bridge_command: str | None = None,
@@ -1006,7 +1012,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                     log(f'--- {mode} {config} {drive} {rate:g}x for {run_s:g} s')
                     result = run_once(mode, config, rate, seconds=run_s, domain_id=domain_id,
                                       work_dir=work_dir, depth=depth, large_depth=large_depth,
-                                      render_every=render_every, profile=profile,
+                                      render_every=render_every,
+                                      emulator_nice=emulator_nice, profile=profile,
                                       bridge_command=bridge_command, drive=drive,
                                       variants=variants, prefix=prefix)
                     log(_summary_line(result))
@@ -1027,7 +1034,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                             f'({SUBSCRIBER_LARGE_DEPTH})'
                             + (', and for clock, INS and barrier also reliable 10 and 1, best '
                                'effort 1000, 10 and 1' if variants else ''),
-                     'emulator_render_every': render_every, 'profile': profile_path,
+                     'emulator_render_every': render_every,
+                     'emulator_nice': emulator_nice, 'profile': profile_path,
                      'bridge_command': bridge_command},
         'targets': {'loss': 0, 'added_p50_ms': TARGET_ADDED_P50_MS,
                     'cpu_core_fraction_1x': TARGET_CPU_FRACTION_1X, 'rss_mb': TARGET_RSS_MB},
@@ -1118,7 +1126,9 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
         f"{settings.get('fast_dds', 'Fast DDS')} from {settings.get('prefix', 'the prefix')}); "
         f"{settings['seconds']:g} wall seconds per run (other rates: "
         f"{settings.get('rate_seconds') or 'none'}); the emulator renders every "
-        f"{settings['emulator_render_every']}th LiDAR and camera frame afresh.", '',
+        f"{settings['emulator_render_every']}th LiDAR and camera frame afresh"
+        + (f" and runs at nice {settings['emulator_nice']}" if settings.get('emulator_nice')
+           else '') + '.', '',
         'Two configurations. `stock`: no Fast DDS variable in any process, as a new user has '
         'it; the bridge applies its own writer settings (acres_bridge/nodes/dds.py), the floor '
         'and the subscriber run Fast DDS as it ships. `profile`: every process loads the '
@@ -1270,6 +1280,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--render-every', type=int, default=10,
                         help="the emulator's --render-every (default 10: the emulator's own "
                              'rendering does not starve the bridge)')
+    parser.add_argument('--emulator-nice', type=int, default=0, metavar='N',
+                        help='run the emulator N steps of niceness below the other processes '
+                             '(default 0): on a machine with few cores its own CPU then no '
+                             'longer delays the bridge and the subscriber when they wake; '
+                             'the floor runs have no emulator')
     parser.add_argument('--output-dir', default=os.path.join(ROOT, 'docs'),
                         help='where benchmarks.json, .md and .png go (default docs/)')
     parser.add_argument('--work-dir', default=None,
@@ -1297,6 +1312,7 @@ def _role_parser(role: str) -> argparse.ArgumentParser:
     parser.add_argument('--depth', type=int, default=200)
     parser.add_argument('--large-depth', type=int, default=10)
     parser.add_argument('--render-every', type=int, default=10)
+    parser.add_argument('--nice', type=int, default=0)
     parser.add_argument('--port', type=int, default=0)
     parser.add_argument('--drive', choices=DEFAULT_DRIVES, default='play')
     parser.add_argument('--variants', action='store_true')
@@ -1332,7 +1348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = run_benchmark(
             rates=args.rates, configs=args.configs, seconds=args.seconds,
             domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
-            large_depth=args.large_depth, render_every=args.render_every, modes=args.modes,
+            large_depth=args.large_depth, render_every=args.render_every,
+            emulator_nice=args.emulator_nice, modes=args.modes,
             profile=args.profile, bridge_command=args.bridge_command, rate_seconds={
                 float(item.split('=')[0]): float(item.split('=')[1])
                 for item in args.rate_seconds},
