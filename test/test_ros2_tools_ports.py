@@ -1,0 +1,51 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The launch tests' ports: free, distinct, and never ones the kernel hands out by itself."""
+
+import socket
+
+from ros2_tools import free_ports
+from ros2_tools import unassigned_ports
+
+
+def test_free_ports_are_distinct_bindable_and_above_the_ephemeral_range():
+    with open('/proc/sys/net/ipv4/ip_local_port_range', encoding='ascii') as stream:
+        low, high = (int(field) for field in stream.read().split())
+    ports = free_ports(3)
+    assert len(set(ports)) == 3
+    assert all(not low <= port <= high for port in ports)
+    for port in ports:
+        with socket.create_server(('127.0.0.1', port)):
+            pass
+
+
+def test_a_port_in_use_is_never_given():
+    used = [socket.create_server(('127.0.0.1', port)) for port in free_ports(2)]
+    try:
+        taken = {sock.getsockname()[1] for sock in used}
+        for _ in range(20):
+            assert not taken & set(free_ports(3))
+    finally:
+        for sock in used:
+            sock.close()
+
+
+def test_below_the_range_when_nothing_is_left_above_it(tmp_path):
+    wide = tmp_path / 'ip_local_port_range'
+    wide.write_text('32768\t65000\n')
+    assert unassigned_ports(str(wide)) == range(24576, 32768)
+    wide.write_text('32768\t60999\n')
+    assert unassigned_ports(str(wide)) == range(61000, 65536)
+    assert unassigned_ports(str(tmp_path / 'missing')) == range(61000, 65536)
