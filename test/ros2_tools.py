@@ -25,10 +25,8 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 import os
 from pathlib import Path
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -90,50 +88,6 @@ def run(args: Sequence[str], timeout_s: float = 60.0, **extra_env: str) -> (
     result.stderr = ''.join(_FAST_DDS_LOG_LINE.findall(result.stdout))
     result.stdout = _FAST_DDS_LOG_LINE.sub('', result.stdout)
     return result
-
-
-EPHEMERAL_RANGE_FILE = '/proc/sys/net/ipv4/ip_local_port_range'
-
-
-def free_ports(count: int) -> list[int]:
-    """
-    Return ``count`` loopback TCP ports that were free a moment ago, outside the ephemeral range.
-
-    A launch file needs its ports on the command line, seconds before anything binds them. A
-    port of the kernel's ephemeral range can meanwhile become the local end of any outgoing
-    connection on the machine (two CI runs side by side saw it: "Address already in use");
-    a port outside it is taken only by a process that asks for that very number.
-    """
-    candidates = list(unassigned_ports())
-    random.shuffle(candidates)
-    held: list[socket.socket] = []
-    try:
-        for port in candidates:
-            sock = socket.socket()
-            try:
-                sock.bind(('127.0.0.1', port))
-            except OSError:
-                sock.close()
-                continue
-            held.append(sock)
-            if len(held) == count:
-                return [item.getsockname()[1] for item in held]
-        raise RuntimeError(f'fewer than {count} free ports outside the ephemeral range')
-    finally:
-        for item in held:
-            item.close()
-
-
-def unassigned_ports(range_file: str = EPHEMERAL_RANGE_FILE) -> range:
-    """Return the TCP ports above the ephemeral range, or below it when that is too narrow."""
-    try:
-        with open(range_file, encoding='ascii') as stream:
-            low, high = (int(field) for field in stream.read().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999           # Linux's default
-    if 65535 - high >= 1000:
-        return range(high + 1, 65536)
-    return range(max(1024, low - 8192), low)
 
 
 class Background:

@@ -32,7 +32,6 @@ from conftest import call_across_processes
 import pytest
 from ros2_tools import assert_clean_exit
 from ros2_tools import Background
-from ros2_tools import free_ports
 from ros2_tools import PACKAGE
 from ros2_tools import param_list
 from ros2_tools import PREFIX
@@ -41,6 +40,8 @@ from ros2_tools import run
 from ros2_tools import stop_daemon
 from ros2_tools import wait_for_nodes
 import yaml
+
+from acres_bridge.emulator.faults import free_ports
 
 pytestmark = pytest.mark.ros
 # Discovery in a fresh ros2 process: how long the graph queries listen before they answer.

@@ -31,7 +31,6 @@ import socket
 import pytest
 from ros2_tools import assert_clean_exit
 from ros2_tools import Background
-from ros2_tools import free_ports
 from ros2_tools import PACKAGE
 from ros2_tools import param_list
 from ros2_tools import require_tooling
@@ -41,6 +40,7 @@ from ros2_tools import wait_for_nodes
 import yaml
 
 from acres_bridge.dataset import LidarSet
+from acres_bridge.emulator.faults import free_ports
 
 pytestmark = pytest.mark.ros
 PARAM = ['--no-daemon', '--spin-time', '2', '--timeout', '10']
