@@ -18,8 +18,12 @@ Serialised clouds, images and camera infos deserialise to exactly the message fu
 Every vehicle layout of the emulator, frame ids of 0 to 7 characters (each padding case of the
 strings and of the fields after them), both point fields, both column orders and both time
 origins; points received in place (``payload_view``) and copied in; a buffer reused by frames
-of other values; and the pool's bounds: a fixed size, nothing sized by a header.
+of other values; and the pool's bounds: a fixed size, nothing sized by a header, buffers taken
+in turn and reused only once released.
 """
+
+import threading
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -41,6 +45,7 @@ from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud_cdr
 from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.conversions.pool import MessagePool
+from acres_bridge.conversions.pool import PooledMessage
 from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.emulator.sensors.layouts import VEHICLES
 from acres_bridge.protocol import frames
@@ -74,6 +79,13 @@ def _same(data: bytes, message) -> None:
     decoded = deserialize_message(data, type(message))
     assert decoded == message
     assert len(data) == len(serialize_message(message))
+
+
+def _published(message: PooledMessage) -> bytes:
+    """Return a pooled message's bytes and give its buffer back, as the publisher does."""
+    data = bytes(message.data)
+    message.release()
+    return data
 
 
 def _received(buffer, frame_type: int, payload: bytes, *, stamp_s: float,
@@ -230,9 +242,10 @@ def test_the_pool_makes_its_buffers_after_a_whole_frame_of_the_hellos_layout(fie
     assert pool.payload_target(_header(FrameType.LIDAR, lidar_size)) is None
     assert pool.payload_target(_header(FrameType.CAMERA, camera_size)) is None
     cloud = lidar_frame(lidar_points(10, 4), stamp_s=4.0)
-    _same(pool.cloud(cloud), _cloud(cloud, 'p/lidar', fields, times))
+    _same(_published(pool.cloud(cloud)), _cloud(cloud, 'p/lidar', fields, times))
     image = camera_frame(_pixels(6, 4), stamp_s=4.0)
-    _same(pool.image(image), camera_frame_to_image(image, make_header(4.0, 'p/cam')))
+    _same(_published(pool.image(image)),
+          camera_frame_to_image(image, make_header(4.0, 'p/cam')))
     size = pool.nbytes
     assert size > 0
     target = pool.payload_target(_header(FrameType.LIDAR, lidar_size))
@@ -246,8 +259,8 @@ def test_the_pool_makes_its_buffers_after_a_whole_frame_of_the_hellos_layout(fie
         pixels = _pixels(6, 4, seed)
         image = _received(pool, FrameType.CAMERA, frames.encode_camera_payload(pixels),
                           stamp_s=5.0 + seed, hello=hello)
-        _same(pool.image(image), camera_frame_to_image(camera_frame(pixels, stamp_s=5.0 + seed),
-                                                       make_header(5.0 + seed, 'p/cam')))
+        _same(_published(pool.image(image)), camera_frame_to_image(
+            camera_frame(pixels, stamp_s=5.0 + seed), make_header(5.0 + seed, 'p/cam')))
     assert pool.nbytes == size
 
 
@@ -256,13 +269,15 @@ def test_frames_of_another_layout_leave_the_pool_as_it_is():
     pool.configure(_small_hello(), lidar_frame_id='lidar', camera_frame_id='camera',
                    times=PointTimes())
     other = lidar_frame(lidar_points(3, 2), stamp_s=1.0)
-    _same(pool.cloud(other), lidar_frame_to_cloud(other, make_header(1.0, 'lidar')))
+    _same(_published(pool.cloud(other)),
+          lidar_frame_to_cloud(other, make_header(1.0, 'lidar')))
     image = camera_frame(_pixels(2, 2), stamp_s=1.0)
-    _same(pool.image(image), camera_frame_to_image(image, make_header(1.0, 'camera')))
+    _same(_published(pool.image(image)),
+          camera_frame_to_image(image, make_header(1.0, 'camera')))
     assert pool.nbytes == 0
     # Before any Hello every frame is one of another layout.
     fresh = MessagePool()
-    _same(fresh.cloud(other), lidar_frame_to_cloud(other, make_header(1.0, '')))
+    _same(_published(fresh.cloud(other)), lidar_frame_to_cloud(other, make_header(1.0, '')))
     assert fresh.nbytes == 0
 
 
@@ -270,8 +285,8 @@ def test_a_new_hello_replaces_the_buffers_and_the_frame_ids():
     pool = MessagePool()
     pool.configure(_small_hello(), lidar_frame_id='a/lidar', camera_frame_id='a/camera',
                    times=PointTimes())
-    pool.cloud(lidar_frame(lidar_points(10, 4)))
-    pool.image(camera_frame(_pixels(6, 4)))
+    _published(pool.cloud(lidar_frame(lidar_points(10, 4))))
+    _published(pool.image(camera_frame(_pixels(6, 4))))
     first = pool.nbytes
     hello = _small_hello(columns=20, rings=4, width=8, height=4)
     pool.configure(hello, lidar_frame_id='b/lidar', camera_frame_id='b/camera',
@@ -279,10 +294,74 @@ def test_a_new_hello_replaces_the_buffers_and_the_frame_ids():
     assert pool.nbytes == 0
     assert pool.payload_target(_header(FrameType.LIDAR, frames.lidar_payload_size(10, 4))) is None
     cloud = lidar_frame(lidar_points(20, 4), stamp_s=2.0)
-    _same(pool.cloud(cloud), lidar_frame_to_cloud(cloud, make_header(2.0, 'b/lidar')))
-    pool.image(camera_frame(_pixels(8, 4)))
+    _same(_published(pool.cloud(cloud)),
+          lidar_frame_to_cloud(cloud, make_header(2.0, 'b/lidar')))
+    _published(pool.image(camera_frame(_pixels(8, 4))))
     assert first < pool.nbytes < 2 * first
     # The same layout under another frame id is another message: rebuilt, not kept.
     pool.configure(hello, lidar_frame_id='c/lidar', camera_frame_id='b/camera',
                    times=PointTimes())
-    _same(pool.cloud(cloud), lidar_frame_to_cloud(cloud, make_header(2.0, 'c/lidar')))
+    _same(_published(pool.cloud(cloud)),
+          lidar_frame_to_cloud(cloud, make_header(2.0, 'c/lidar')))
+
+
+def test_pooled_buffers_are_taken_in_turn_and_free_again_once_released():
+    hello = _small_hello()
+    pool = MessagePool(slots=2, wait_s=0.0)
+    pool.configure(hello, lidar_frame_id='p/lidar', camera_frame_id='p/cam', times=PointTimes())
+    camera_size = frames.camera_payload_size(6, 4)
+    expected = [camera_frame_to_image(camera_frame(_pixels(6, 4, seed), stamp_s=float(seed)),
+                                      make_header(float(seed), 'p/cam')) for seed in range(4)]
+    first = pool.image(camera_frame(_pixels(6, 4, 0), stamp_s=0.0))
+    # The second goes into the other buffer while the first is still being published.
+    target = pool.payload_target(_header(FrameType.CAMERA, camera_size))
+    assert target is not None
+    second = pool.image(_received(pool, FrameType.CAMERA,
+                                  frames.encode_camera_payload(_pixels(6, 4, 1)),
+                                  stamp_s=1.0, hello=hello))
+    _same(bytes(first.data), expected[0])
+    _same(bytes(second.data), expected[1])
+    # Both busy: the reader gets its own buffer, and the frame a message of its own.
+    assert pool.payload_target(_header(FrameType.CAMERA, camera_size)) is None
+    size = pool.nbytes
+    third = pool.image(camera_frame(_pixels(6, 4, 2), stamp_s=2.0))
+    assert isinstance(third.data, bytes)
+    _same(third.data, expected[2])
+    assert pool.nbytes == size
+    # Released, the first is the next in turn again.
+    first.release()
+    first.release()         # twice is once
+    assert pool.payload_target(_header(FrameType.CAMERA, camera_size)) is not None
+    fourth = pool.image(camera_frame(_pixels(6, 4, 3), stamp_s=3.0))
+    assert not isinstance(fourth.data, bytes)
+    _same(bytes(fourth.data), expected[3])
+    _same(bytes(second.data), expected[1])      # untouched while it is out
+
+
+def test_the_reader_waits_for_a_buffer_that_another_thread_releases():
+    pool = MessagePool(slots=1, wait_s=30.0)
+    pool.configure(_small_hello(), lidar_frame_id='p/lidar', camera_frame_id='p/cam',
+                   times=PointTimes())
+    cloud = lidar_frame(lidar_points(10, 4), stamp_s=1.0)
+    out = pool.cloud(cloud)
+    waiting = threading.Event()
+    original = threading.Condition.wait_for
+
+    def wait_for(condition, predicate, timeout=None):
+        waiting.set()
+        return original(condition, predicate, timeout)
+    releaser = threading.Thread(target=lambda: (waiting.wait(30.0), out.release()))
+    releaser.start()
+    try:
+        with mock.patch.object(threading.Condition, 'wait_for', wait_for):
+            later = pool.cloud(lidar_frame(lidar_points(10, 4, seed=3), stamp_s=2.0))
+    finally:
+        releaser.join()
+    assert not isinstance(later.data, bytes)
+    _same(_published(later), lidar_frame_to_cloud(
+        lidar_frame(lidar_points(10, 4, seed=3), stamp_s=2.0), make_header(2.0, 'p/lidar')))
+
+
+def test_a_pool_needs_a_slot():
+    with pytest.raises(ValueError, match='at least'):
+        MessagePool(slots=0)

@@ -127,6 +127,10 @@ class ImageBuffer:
         :raises ValueError: for a frame of another layout, pixels that do not fill it, or a
             stamp ``Time`` cannot hold.
         """
+        return bytes(self.serialise_in_place(frame))
+
+    def serialise_in_place(self, frame: CameraFrame) -> memoryview:
+        """Return :meth:`serialise`'s message as a view of this buffer (valid until the next)."""
         width, height, row_step = self.key[:3]
         if (frame.width, frame.height, frame.row_step, frame.encoding) != (
                 width, height, row_step, self.key[4]):
@@ -136,7 +140,7 @@ class ImageBuffer:
         pixels = _pixels(frame)
         sec, nanosec = stamp_to_sec_nanosec(frame.header.stamp_s)
         self._message.put(pixels)
-        return self._message.message(sec, nanosec)
+        return self._message.stamped(sec, nanosec)
 
 
 @functools.lru_cache(maxsize=16)

@@ -158,7 +158,7 @@ class MessageBuffer:
         else:
             self.data[:] = data
 
-    def message(self, sec: int, nanosec: int) -> bytes:
-        """Return the message with this header stamp (one copy, since publish takes bytes)."""
+    def stamped(self, sec: int, nanosec: int) -> memoryview:
+        """Return the whole message with this header stamp, in place (valid until the next)."""
         STAMP.pack_into(self._buffer, STAMP_OFFSET, sec, nanosec)
-        return bytes(self._buffer)
+        return self._view

@@ -306,6 +306,10 @@ class CloudBuffer:
         :raises ValueError: for a frame of another layout, points that do not fill it, or a
             stamp ``Time`` cannot hold.
         """
+        return bytes(self.serialise_in_place(frame))
+
+    def serialise_in_place(self, frame: LidarFrame) -> memoryview:
+        """Return :meth:`serialise`'s message as a view of this buffer (valid until the next)."""
         columns, rings = self.key[:2]
         if (frame.columns, frame.rings) != (columns, rings):
             raise ValueError(f'a LiDAR frame of {frame.columns} x {frame.rings} points in a cloud '
@@ -319,7 +323,7 @@ class CloudBuffer:
             self._cells['xyzi'] = np.frombuffer(points, dtype=_XYZI_ITEM)
         else:
             self._message.put(points)
-        return self._message.message(sec, nanosec)
+        return self._message.stamped(sec, nanosec)
 
 
 def _point_step(fields: str) -> int:
