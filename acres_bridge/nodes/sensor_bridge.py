@@ -17,8 +17,11 @@ One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the part
 
 * :class:`SensorBridge` attaches one stream to a given node under a namespace relative to the
   node's (``polaris`` -> ``polaris/lidar/points``). Its reader thread ``sensor-rx:<name>``
-  decodes, converts and publishes each frame; it never creates or destroys an entity. Its
-  ``barriers`` (lockstep's :class:`BarrierTracker`) tell when the barrier of a step is out.
+  decodes, converts and publishes each frame, but hands clouds and images to its
+  ``sensor-tx:<name>`` thread (nodes/outbox.py), so that the clock and INS frames behind them
+  need not wait for their 0.4 ms in rmw; neither thread creates or destroys an entity. Its
+  ``barriers`` (lockstep's :class:`BarrierTracker`) tell when the barrier of a step is out,
+  which is after the step's clouds and images.
 * What the bridges on one node share (``/tf``, ``/tf_static``, ``/diagnostics``) is
   :class:`SharedPublishers` (nodes/shared_publishers.py).
 * :class:`SensorBridgeNode` is the ``sensor_bridge`` executable's node: parameters, one bridge,
@@ -63,10 +66,12 @@ from acres_bridge.conversions.ins import ins_frame_to_cdr
 from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
 from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.conversions.pool import MessagePool
+from acres_bridge.conversions.pool import PooledMessage
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.nodes.lockstep import BarrierTracker
 from acres_bridge.nodes.logs import protocol_log
+from acres_bridge.nodes.outbox import Outbox
 from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
 from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import SensorBridgeParameters
@@ -103,6 +108,11 @@ from acres_bridge.protocol.stream import SensorStreamClient
 SMALL_DEPTH = 200
 LARGE_DEPTH = 10
 LOG_INTERVAL_S = 5.0
+# Cloud and image buffers per type: one being published while the reader fills the next.
+LARGE_SLOTS = 2
+# How long the reader waits for the sensor-tx thread (a free buffer, room in its queue, or
+# the clouds and images before a barrier) before it goes on without.
+OUTBOX_WAIT_S = 1.0
 
 
 def _transform_key(transforms: Iterable[TransformStamped]) -> tuple:
@@ -142,8 +152,8 @@ class SensorBridge:
         node's own.
     :param shared: the shared topics of the node; default: a new set owned by this bridge.
     :param on_frame: called on the reader thread with each decoded frame after it was
-        published (its memoryviews are valid only during the call): a tap for recording and
-        tests.
+        published, or for clouds and images handed to the sensor-tx thread (its memoryviews
+        are valid only during the call): a tap for recording and tests.
     """
 
     def __init__(self, node: Node, parameters: SensorBridgeParameters, *,
@@ -165,6 +175,7 @@ class SensorBridge:
         self._dropped = dict.fromkeys(FRAME_TYPES, 0)
         self._previous: dict[str, Any] | None = None
         self._drop_log = LogThrottle(LOG_INTERVAL_S)
+        self._send_log = LogThrottle(LOG_INTERVAL_S)
         self.barriers = BarrierTracker()
 
         # A profile per publisher: rclpy writes the QoS overrides into the profile it is given.
@@ -187,9 +198,11 @@ class SensorBridge:
             'ins': self._publish_ins, 'lidar': self._publish_lidar,
             'camera': self._publish_camera, 'barrier': self._publish_barrier}
         # Clouds and images go out serialised from buffers of a fixed size, which the reader
-        # receives their payloads into (conversions/pool.py).
-        self._pool = MessagePool(parameters.point_fields)
+        # receives their payloads into (conversions/pool.py), published by the outbox.
+        self._pool = MessagePool(parameters.point_fields, slots=LARGE_SLOTS,
+                                 wait_s=OUTBOX_WAIT_S)
         self._configure_pool()
+        self._outbox = Outbox(self.name, on_error=self._send_failed)
         self._client = SensorStreamClient(
             parameters.address, parameters.port, name=self.name, on_frame=self._handle_frame,
             payload_target=self._pool.payload_target,
@@ -207,11 +220,13 @@ class SensorBridge:
 
     def start(self) -> None:
         """Start the reader thread: it connects, and reconnects every ``reconnect_s``."""
+        self._outbox.start()
         self._client.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the reader thread and join it; no frame is published afterwards."""
+        """Stop the reader thread, then the sensor-tx thread; nothing is published afterwards."""
         self._client.stop(timeout_s)
+        self._outbox.stop(timeout_s)
 
     def destroy(self) -> None:
         """Stop and join the reader, then destroy this bridge's publishers."""
@@ -261,6 +276,9 @@ class SensorBridge:
         """
         stats = self._client.stats
         published, dropped = dict(self._published), dict(self._dropped)
+        for kind, failed in dict(self._outbox.failed).items():
+            published[kind] -= failed
+            dropped[kind] += failed
         for kind, figures in stats['by_type'].items():
             figures['published'] = published.get(kind, 0)
             figures['dropped'] = dropped.get(kind, 0)
@@ -350,7 +368,21 @@ class SensorBridge:
                 ground_truth=self.parameters.publish_tf != 'ins'))
 
     def _publish_lidar(self, frame: LidarFrame) -> None:
-        self._cloud.publish(self._pool.cloud(frame))
+        self._send('lidar', self._cloud, self._pool.cloud(frame))
+
+    def _send(self, kind: str, publisher: Publisher, message: PooledMessage) -> None:
+        """Hand a serialised cloud or image to the sensor-tx thread."""
+        if not self._outbox.put(kind, publisher, message, OUTBOX_WAIT_S):
+            raise TimeoutError(f'the sensor-tx thread took no message for {OUTBOX_WAIT_S:g} s')
+
+    def _send_failed(self, kind: str, exc: Exception) -> None:
+        """Log a cloud or image the sensor-tx thread could not publish (it counted it)."""
+        if not self.node.context.ok():
+            return      # Ctrl-C shut the context down before destroy() stopped the thread
+        held = self._send_log.ready()
+        if held is not None:
+            self._logger.warning(f'sensor stream {self.name}: a {kind} message was not '
+                                 f'published: {type(exc).__name__}: {exc}' + _held_text(held))
 
     def _point_times(self, lidar: LidarLayout | None) -> PointTimes:
         return PointTimes.of(lidar, sweep_s=self.parameters.lidar_sweep_s,
@@ -362,7 +394,7 @@ class SensorBridge:
                              camera_frame_id=layout.frames.camera_optical, times=layout.times)
 
     def _publish_camera(self, frame: CameraFrame) -> None:
-        self._image.publish(self._pool.image(frame))
+        self._send('camera', self._image, self._pool.image(frame))
         layout = self._layout
         if layout.hello is not None:
             self._camera_info.publish(camera_info_cdr(
@@ -370,6 +402,13 @@ class SensorBridge:
                 stamp_s=frame.header.stamp_s))
 
     def _publish_barrier(self, frame: BarrierFrame) -> None:
+        if not self._outbox.drain(OUTBOX_WAIT_S):
+            held = self._send_log.ready()
+            if held is not None:
+                self._logger.warning(
+                    f'sensor stream {self.name}: barrier of step {frame.step} published while '
+                    f'{self._outbox.waiting} clouds and images before it were still not out '
+                    f'after {OUTBOX_WAIT_S:g} s' + _held_text(held))
         stamp_s = frame.header.stamp_s
         self._step_barrier.publish(StepBarrier(header=Header(stamp=stamp_to_time(stamp_s)),
                                                step=frame.step))

@@ -1,0 +1,125 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A stream's clouds and images, published in order on a thread of their own.
+
+A cloud takes rmw about 0.4 ms to send to a subscriber; on the stream's reader thread that is
+0.4 ms in which the clock and INS frames behind it wait in the socket. :class:`Outbox` takes
+the serialised message from the reader and publishes it on ``sensor-tx:<name>`` with
+``publish_serialised`` (no copy, the GIL released), while the reader goes on. Lockstep's
+barrier waits for :meth:`Outbox.drain`, so a step's barrier never overtakes its clouds.
+"""
+
+from collections import deque
+from collections.abc import Callable
+import threading
+import time
+
+from rclpy.publisher import Publisher
+
+from acres_bridge.conversions.pool import PooledMessage
+from acres_bridge.nodes.rcl_publish import publish_serialised
+
+# Messages waiting; the pool's ring bounds the pooled ones, this bounds the rest.
+CAPACITY = 8
+
+
+class Outbox:
+    """
+    Publish serialised messages in the order given, on a thread of their own.
+
+    :param name: names the thread (``sensor-tx:<name>``).
+    :param on_error: called on that thread with the message's kind and the exception of a
+        publication that failed (counted in :attr:`failed`, which that thread alone writes).
+    :param capacity: messages waiting at most; :meth:`put` blocks while it is full.
+    """
+
+    def __init__(self, name: str, *, on_error: Callable[[str, Exception], None],
+                 capacity: int = CAPACITY) -> None:
+        self._on_error = on_error
+        self._capacity = capacity
+        self._queue: deque[tuple[str, Publisher, PooledMessage]] = deque()
+        self._changed = threading.Condition()
+        self._sending = 0
+        self._stopping = False
+        self.failed: dict[str, int] = {}
+        self._thread = threading.Thread(target=self._run, name=f'sensor-tx:{name}', daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, kind: str, publisher: Publisher, message: PooledMessage,
+            timeout_s: float) -> bool:
+        """
+        Queue a message; False (and the message released) if the queue stayed full or stops.
+
+        :param kind: the frame type it comes from (``lidar``), for the counters.
+        """
+        with self._changed:
+            if not self._changed.wait_for(
+                    lambda: self._stopping or len(self._queue) < self._capacity, timeout_s) \
+                    or self._stopping:
+                message.release()
+                return False
+            self._queue.append((kind, publisher, message))
+            self._changed.notify_all()
+        return True
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait until every message queued so far is out; False after ``timeout_s``."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: not self._queue and not self._sending, timeout_s)
+
+    @property
+    def waiting(self) -> int:
+        """Return the number of messages queued and not yet out."""
+        with self._changed:
+            return len(self._queue) + self._sending
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Publish what is queued (``timeout_s`` at most), then end the thread and join it."""
+        deadline = time.monotonic() + timeout_s
+        if self._thread.is_alive():
+            self.drain(timeout_s)
+        with self._changed:
+            self._stopping = True
+            left = list(self._queue)
+            self._queue.clear()
+            self._changed.notify_all()
+        for _, _, message in left:
+            message.release()
+        if self._thread.is_alive():
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._stopping or self._queue)
+                if self._stopping:
+                    return
+                kind, publisher, message = self._queue.popleft()
+                self._sending = 1
+            try:
+                publish_serialised(publisher, message.data)
+            except Exception as exc:
+                # The top level of one message on this thread: count it and go on.
+                self.failed[kind] = self.failed.get(kind, 0) + 1
+                self._on_error(kind, exc)
+            finally:
+                message.release()
+                with self._changed:
+                    self._sending = 0
+                    self._changed.notify_all()
