@@ -20,7 +20,8 @@ The harness, not the speed: no timing is asserted. Emulator, sensor_bridge, floo
 and subscriber each run in their own process on a DDS domain of this file's own, with nothing
 of Fast DDS in their environment. The floor, a plain rclpy publisher on stock Fast DDS, may
 lose a sample on a busy machine (a missed first send waits 3 s for its repair); the bridge,
-with its own writer settings, must not.
+with its own writer settings, must not. The bridge's runs also carry the floor beside it
+(``floor_beside``): its clock, INS and barrier on /floor topics in the same run.
 """
 
 import importlib.util
@@ -54,7 +55,8 @@ def report(tmp_path_factory):
     work_dir = tmp_path_factory.mktemp('benchmark')
     result = benchmark.run_benchmark(rates=[1.0], configs=['stock'], seconds=2.0,
                                      drives=['play', 'lockstep'], domain_id=claim_domain_id(),
-                                     work_dir=str(work_dir), log=lambda text: None)
+                                     work_dir=str(work_dir), floor_beside=True,
+                                     log=lambda text: None)
     return benchmark, result, work_dir
 
 
@@ -97,6 +99,22 @@ def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_
         assert run['topics']['ins/imu']['sent'] == run['topics']['ins/fix']['sent']
         assert run['cpu_s_per_sim_s'] is not None and run['cpu_s_per_sim_s'] > 0
         assert run['rss_mb_max'] is not None and run['rss_mb_max'] > 0
+    # The floor beside the bridge: clock, INS and barrier only, read on its own topics.
+    for drive in ('play', 'lockstep'):
+        beside = runs[('bridge', drive)]['floor_beside']['topics']
+        assert set(label.partition('@')[0] for label in beside) == set(benchmark.SMALL_TOPICS)
+        for label, figures in beside.items():
+            if label.startswith('step_barrier') and drive == 'play':
+                assert figures['sent'] == 0, label
+                continue
+            assert figures['sent'] > 0 and figures['delivered'] > 0, (drive, label)
+            assert figures['latency_p50_ms'] is not None, (drive, label)
+        assert runs[('bridge', drive)]['vs_floor_beside']['/clock']['added_p50_ms'] is not None
+        assert 'floor_beside' not in runs[('floor', drive)]
+    lockstep = runs[('bridge', 'lockstep')]
+    # One burst of the floor with each step request: as many barriers as the bridge's.
+    assert (lockstep['floor_beside']['topics']['step_barrier']['sent']
+            == lockstep['topics']['step_barrier']['sent'])
     bridge = runs[('bridge', 'play')]
     assert bridge['vs_floor']['lidar/points']['added_p50_ms'] is not None
     assert "the bridge's own settings" in bridge['dds_line']

@@ -116,6 +116,13 @@ SMALL_TOPICS = ('/clock', 'ins/fix', 'ins/imu', 'ins/odometry', 'ground_truth/od
 # the groups of the latency targets (added latency p50 in ms over the floor at 1x)
 TARGET_ADDED_P50_MS = {'lidar/points': 1.0, 'camera/image_raw': 1.0, '/clock': 0.3,
                        'ins/imu': 0.3}
+# The floor beside the bridge (--floor-beside): a plain publisher of clock, INS and barrier
+# in the bridge's own run, under a namespace of its own, read by the same subscriber, so the
+# two share the run's load (the emulator's CPU above all). Its records are labelled
+# ``floor:<label>``.
+BESIDE_NAMESPACE = '/floor'
+BESIDE_LABEL = 'floor:'
+BESIDE_FRAMES = (2, 3, 6)
 TARGET_CPU_FRACTION_1X = 0.10
 TARGET_RSS_MB = 250.0
 NOTES_MARKER = '<!-- notes: kept by tools/benchmark.py -->'
@@ -147,7 +154,12 @@ def label_topic(label: str) -> str:
     return label.split('@')[0]
 
 
-def subscriptions(variants: bool) -> dict[str, tuple[str, str, int]]:
+def beside_topic(topic: str) -> str:
+    """Return where the floor beside the bridge publishes a topic (``/floor/clock``)."""
+    return f"{BESIDE_NAMESPACE}/{topic.lstrip('/')}"
+
+
+def subscriptions(variants: bool, beside: bool = False) -> dict[str, tuple[str, str, int]]:
     """Return label -> (topic, reliability, depth) of the measuring subscriber."""
     out = {topic: (topic, 'reliable',
                    SUBSCRIBER_LARGE_DEPTH if topic in LARGE_TOPICS else SUBSCRIBER_DEPTH)
@@ -156,7 +168,23 @@ def subscriptions(variants: bool) -> dict[str, tuple[str, str, int]]:
         for topic in SMALL_TOPICS:
             for reliability, depth in SUBSCRIBER_VARIANTS:
                 out[variant_label(topic, reliability, depth)] = (topic, reliability, depth)
+    if beside:
+        out.update({BESIDE_LABEL + label: spec for label, spec in list(out.items())
+                    if spec[0] in SMALL_TOPICS})
     return out
+
+
+def subscribed_topic(label: str, topic: str) -> str:
+    """Return the full topic name a subscriber label reads."""
+    return beside_topic(topic) if label.startswith(BESIDE_LABEL) else full_topic(topic)
+
+
+def split_beside(received: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split a subscriber's records into the bridge's and the floor beside's (unlabelled)."""
+    own = {label: log for label, log in received.items() if not label.startswith(BESIDE_LABEL)}
+    beside = {label[len(BESIDE_LABEL):]: log for label, log in received.items()
+              if label.startswith(BESIDE_LABEL)}
+    return own, beside
 
 
 def qos_profile(depth: int, reliability: str = 'reliable') -> Any:
@@ -293,17 +321,23 @@ def role_floor(args: argparse.Namespace) -> int:
 
     ``--drive play`` publishes each physics step at its time; ``lockstep`` publishes
     LOCKSTEP_STEPS steps at once every LOCKSTEP_STEPS steps' time, then a step barrier, as the
-    bridge does for a step request.
+    bridge does for a step request; with ``--release command`` at each ``burst`` line instead,
+    until ``end``. ``--beside``: clock, INS and barrier only, under BESIDE_NAMESPACE.
     """
     import rclpy
     from rclpy._rclpy_pybind11 import RCLError
     rclpy.init()
-    node = rclpy.create_node('floor_publisher', namespace=NAMESPACE)
+    # Beside the bridge: its own namespace, /clock as /floor/clock, no clouds or images.
+    beside = args.beside
+    node = rclpy.create_node('floor_publisher', namespace=BESIDE_NAMESPACE if beside
+                             else NAMESPACE)
     types = message_types()
+    topics = [topic for topic in TOPICS
+              if not beside or TOPIC_FRAME[topic] in BESIDE_FRAMES]
     publishers = {topic: node.create_publisher(
-        types[topic], topic,
+        types[topic], topic.lstrip('/') if beside else topic,
         qos_profile(args.large_depth if topic in LARGE_TOPICS else args.depth))
-        for topic in TOPICS}
+        for topic in topics}
     messages = _floor_messages(1800, 32, 896, 512)
     commands = Commands()
     say('READY')
@@ -312,7 +346,7 @@ def role_floor(args: argparse.Namespace) -> int:
     command = commands.get()
     while command == 'warmup':
         # One message per topic, stamped before the run's first step; the subscriber forgets it.
-        for topic in TOPICS:
+        for topic in topics:
             _set_stamp(messages[topic], topic, 0, 0)
             publishers[topic].publish(messages[topic])
         say('WARM')
@@ -333,6 +367,8 @@ def role_floor(args: argparse.Namespace) -> int:
             # before it included. Playing, each step's messages count from their own publish.
             publish_s = released_s if batch > 1 else time.monotonic()
             for topic in FRAME_TOPICS[frame_type]:
+                if topic not in publishers:
+                    continue
                 message = messages[topic]
                 _set_stamp(message, topic, sec, nanosec)
                 try:
@@ -342,14 +378,8 @@ def role_floor(args: argparse.Namespace) -> int:
                     publish_errors += 1
             records.append((frame_type, key, publish_s))
 
-        while True:
-            now = time.monotonic()
-            if now >= end:
-                break
-            due = start + (step + batch) / steps_per_s
-            if now < due:
-                time.sleep(due - now)
-            released_s = time.monotonic()
+        def publish_steps() -> None:
+            nonlocal step
             for _ in range(batch):
                 step += 1
                 stamp_ns = step * 1_000_000_000 // PHYSICS_HZ
@@ -365,6 +395,22 @@ def role_floor(args: argparse.Namespace) -> int:
             if batch > 1:
                 messages['step_barrier'].step = step
                 publish(6, sec, nanosec, key)
+
+        if args.release == 'command':
+            # Lockstep beside the bridge: a burst each time the harness sends a step request.
+            while commands.get() == 'burst':
+                released_s = time.monotonic()
+                publish_steps()
+        else:
+            while True:
+                now = time.monotonic()
+                if now >= end:
+                    break
+                due = start + (step + batch) / steps_per_s
+                if now < due:
+                    time.sleep(due - now)
+                released_s = time.monotonic()
+                publish_steps()
         say(f'PLAYED steps={step} publish_errors={publish_errors}')
         while commands.get() != 'stop':
             pass
@@ -395,13 +441,14 @@ def role_subscriber(args: argparse.Namespace) -> int:
     context = rclpy.get_default_context()
     node = rclpy.create_node('benchmark_subscriber')
     types = message_types()
-    wanted = subscriptions(args.variants)
+    wanted = subscriptions(args.variants, args.beside)
     received: dict[str, list[tuple[int, float, float]]] = {label: [] for label in wanted}
     subs = {}
     for label, (topic, reliability, depth) in wanted.items():
         subs[label] = node.create_subscription(
-            types[topic], full_topic(topic), lambda data: None, qos_profile(depth, reliability),
-            raw=True)
+            types[topic], subscribed_topic(label, topic), lambda data: None,
+            qos_profile(depth, reliability), raw=True)
+    expected = sorted({subscribed_topic(label, topic) for label, (topic, _, _) in wanted.items()})
     from diagnostic_msgs.msg import DiagnosticArray
     diagnostics: list[dict[str, str]] = []
     diagnostics_sub = node.create_subscription(DiagnosticArray, '/diagnostics', lambda m: None,
@@ -413,8 +460,7 @@ def role_subscriber(args: argparse.Namespace) -> int:
         while True:
             command = commands.get()
             if command == 'matched':
-                missing = [topic for topic in TOPICS
-                           if node.count_publishers(full_topic(topic)) == 0]
+                missing = [topic for topic in expected if node.count_publishers(topic) == 0]
                 say('MATCHED' if not missing else f'MISSING {" ".join(missing)}')
             elif command == 'count':
                 say(f'COUNT {sum(len(log) for log in received.values())}')
@@ -718,12 +764,19 @@ def run_tag(mode: str, config: str, drive: str, rate: float) -> str:
     return f'{mode}-{config}-{drive}-{rate:g}x'
 
 
-def _drive_steps(control: Any, rate: float, seconds: float) -> None:
-    """Send LOCKSTEP_STEPS-step requests, each as its steps' time at ``rate`` comes."""
+def _drive_steps(control: Any, rate: float, seconds: float,
+                 beside: 'Child | None' = None) -> None:
+    """
+    Send LOCKSTEP_STEPS-step requests, each as its steps' time at ``rate`` comes.
+
+    ``beside``: the floor beside the bridge, told to release a burst with each request.
+    """
     period_s = LOCKSTEP_STEPS / (PHYSICS_HZ * rate)
     due = time.monotonic()
     end = due + seconds
     while time.monotonic() < end:
+        if beside is not None:
+            beside.send('burst')
         reply = control.request('step', steps=LOCKSTEP_STEPS, timeout_s=30.0)
         if not reply.get('ok'):
             raise RuntimeError(f'step failed: {reply}')
@@ -738,8 +791,13 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
              work_dir: str, depth: int, large_depth: int, render_every: int,
              emulator_nice: int = 0, profile: bool = False,
              bridge_command: str | None = None, drive: str = 'play', variants: bool = True,
-             prefix: str = sys.prefix) -> dict[str, Any]:
-    """Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures."""
+             floor_beside: bool = False, prefix: str = sys.prefix) -> dict[str, Any]:
+    """
+    Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures.
+
+    ``floor_beside``: a bridge run also runs the floor's clock, INS and barrier in the same
+    run (figures under ``floor_beside``).
+    """
     from acres_bridge.protocol.control import ControlClient
     tag = run_tag(mode, config, drive, rate)
     fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
@@ -747,13 +805,16 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     me = [prefix_python(prefix), os.path.abspath(__file__)]
     sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
+    beside_record = os.path.join(work_dir, f'{tag}-beside-sent.json')
+    beside = floor_beside and mode == 'bridge'
+    floor: Child | None = None
     children: list[Child] = []
     load_before = os.getloadavg()
     publish_errors = None
     try:
         subscriber = Child(f'{tag}-subscriber', me + [
-            '_subscriber', '--record', sub_record] + (['--variants'] if variants else []),
-            env, work_dir)
+            '_subscriber', '--record', sub_record] + (['--variants'] if variants else [])
+            + (['--beside'] if beside else []), env, work_dir)
         children.append(subscriber)
         subscriber.expect('READY', START_TIMEOUT_S)
         control = None
@@ -774,6 +835,14 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             children.insert(0, source)
             control = ControlClient(port=int(ports['control']), name='benchmark')
             control.start()
+            if beside:
+                floor = Child(f'{tag}-beside', me + [
+                    '_floor', '--beside', '--rate', str(rate), '--seconds', str(seconds),
+                    '--record', beside_record, '--depth', str(depth), '--drive', drive,
+                    '--release', 'command' if drive == 'lockstep' else 'schedule'],
+                    env, work_dir)
+                children.append(floor)
+                floor.expect('READY', START_TIMEOUT_S)
         else:
             source = Child(f'{tag}-floor', me + [
                 '_floor', '--rate', str(rate), '--seconds', str(seconds), '--record', pub_record,
@@ -783,7 +852,11 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             source.expect('READY', START_TIMEOUT_S)
         _wait_matched(subscriber, START_TIMEOUT_S)
         if control is not None:
-            _warm_up(subscriber, lambda: control.request('step', steps=12, timeout_s=30.0))
+            def step_some() -> None:
+                control.request('step', steps=12, timeout_s=30.0)
+                if floor is not None:
+                    floor.ask('warmup', ('WARM',))
+            _warm_up(subscriber, step_some)
             emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
             _wait_quiet(subscriber, DRAIN_TIMEOUT_S, quiet_s=0.5)
             emulator.ask('reset', ('RESET',))
@@ -795,18 +868,27 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         cpu_start = sampler.cpu_s()
         wall_start = time.monotonic()
         if control is not None and drive == 'lockstep':
-            _drive_steps(control, rate, seconds)
+            if floor is not None:
+                floor.send('play')
+            _drive_steps(control, rate, seconds, floor)
             wall_s = time.monotonic() - wall_start
             emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
+            if floor is not None:
+                floor.send('end')
+                floor.expect('PLAYED', START_TIMEOUT_S)
         elif control is not None:
             reply = control.request('set_state', state=1)
             if not reply.get('ok'):
                 raise RuntimeError(f'set_state 1 failed: {reply}')
+            if floor is not None:
+                floor.send('play')
             time.sleep(seconds)
             control.request('set_state', state=2)
             wall_s = time.monotonic() - wall_start
             # Frames still in the emulator's queue count as sent: let them go out first.
             emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
+            if floor is not None:
+                floor.expect('PLAYED', seconds + START_TIMEOUT_S)
         else:
             source.send('play')
             played = source.expect('PLAYED', seconds + START_TIMEOUT_S)
@@ -824,7 +906,12 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         sent = json.load(stream)
     with open(sub_record, encoding='utf-8') as stream:
         sub = json.load(stream)
-    result = _figures(sent, sub['received'])
+    received, beside_received = split_beside(sub['received'])
+    result = _figures(sent, received)
+    if beside:
+        with open(beside_record, encoding='utf-8') as stream:
+            beside_sent = json.load(stream)
+        result['floor_beside'] = _figures(beside_sent, beside_received, SMALL_TOPICS)
     result['bridge_diagnostics'] = _diagnostic_figures(sub.get('diagnostics', []))
     clock_frames = sum(1 for frame_type, _, _ in sent if frame_type == 2)
     sim_s = clock_frames / PHYSICS_HZ
@@ -864,14 +951,15 @@ def _percentile(sorted_values: list[float], fraction: float) -> float | None:
     return sorted_values[index]
 
 
-def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]]) -> dict[str, Any]:
+def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]],
+             topics_sent: Sequence[str] = TOPICS) -> dict[str, Any]:
     """Match received stamps to sent frames per topic: delivery and latency."""
     published: dict[int, dict[int, float]] = {frame_type: {} for frame_type in FRAME_TOPICS}
     for frame_type, key, publish_s in sent:
         if frame_type in published:
             published[frame_type][key] = publish_s
     topics = {}
-    for topic in sorted(set(TOPICS) | set(received), key=_label_order):
+    for topic in sorted(set(topics_sent) | set(received), key=_label_order):
         frames = published[TOPIC_FRAME[label_topic(topic)]]
         latencies = []
         seen = set()
@@ -976,8 +1064,13 @@ def reanalyse(report: dict[str, Any], work_dir: str) -> dict[str, Any]:
         with open(os.path.join(work_dir, f'{tag}-sent.json'), encoding='utf-8') as stream:
             sent = json.load(stream)
         with open(os.path.join(work_dir, f'{tag}-subscriber.json'), encoding='utf-8') as stream:
-            received = json.load(stream)['received']
+            received, beside_received = split_beside(json.load(stream)['received'])
         run['topics'] = _figures(sent, received)['topics']
+        if run.get('floor_beside'):
+            with open(os.path.join(work_dir, f'{tag}-beside-sent.json'),
+                      encoding='utf-8') as stream:
+                run['floor_beside'] = _figures(json.load(stream), beside_received, SMALL_TOPICS)
+            run['vs_floor_beside'] = _ratios(run, run['floor_beside'])
         pairs.setdefault((run['config'], drive, run['rate']), {})[run['mode']] = run
     for pair in pairs.values():
         if 'bridge' in pair and 'floor' in pair:
@@ -993,7 +1086,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   rate_seconds: dict[float, float] | None = None,
                   bridge_command: str | None = None,
                   drives: Sequence[str] = DEFAULT_DRIVES, variants: bool = True,
-                  prefix: str = sys.prefix, log: Any = print) -> dict[str, Any]:
+                  floor_beside: bool = False, prefix: str = sys.prefix,
+                  log: Any = print) -> dict[str, Any]:
     """
     Run every (drive, rate, config, mode); return the report (also the JSON document).
 
@@ -1015,7 +1109,10 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                                       render_every=render_every,
                                       emulator_nice=emulator_nice, profile=profile,
                                       bridge_command=bridge_command, drive=drive,
-                                      variants=variants, prefix=prefix)
+                                      variants=variants, floor_beside=floor_beside,
+                                      prefix=prefix)
+                    if result.get('floor_beside'):
+                        result['vs_floor_beside'] = _ratios(result, result['floor_beside'])
                     log(_summary_line(result))
                     pair[mode] = result
                     runs.append(result)
@@ -1035,7 +1132,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                             + (', and for clock, INS and barrier also reliable 10 and 1, best '
                                'effort 1000, 10 and 1' if variants else ''),
                      'emulator_render_every': render_every,
-                     'emulator_nice': emulator_nice, 'profile': profile_path,
+                     'emulator_nice': emulator_nice, 'floor_beside': floor_beside,
+                     'profile': profile_path,
                      'bridge_command': bridge_command},
         'targets': {'loss': 0, 'added_p50_ms': TARGET_ADDED_P50_MS,
                     'cpu_core_fraction_1x': TARGET_CPU_FRACTION_1X, 'rss_mb': TARGET_RSS_MB},
@@ -1054,6 +1152,14 @@ def _summary_line(result: dict[str, Any]) -> str:
         parts.append(f"{topic.split('/')[-1]} {t['delivered']}/{t['sent']} "
                      f"p50 {t['latency_p50_ms']} ms")
     parts.append(f"cpu {result['cpu_core_fraction']} core, rss max {result['rss_mb_max']} MB")
+    beside = result.get('floor_beside')
+    if beside:
+        shown = ['/clock', 'ins/imu'] + (['step_barrier'] if result.get('drive') == 'lockstep'
+                                         else [])
+        parts.append('floor beside: ' + ', '.join(
+            f"{topic.split('/')[-1]} {beside['topics'][topic]['delivered']}/"
+            f"{beside['topics'][topic]['sent']} p50 {beside['topics'][topic]['latency_p50_ms']} ms"
+            for topic in shown))
     return ' | '.join(parts)
 
 
@@ -1071,9 +1177,10 @@ def comparison_lines(report: dict[str, Any]) -> list[str]:
     """
     Return the stock-against-profile table: per drive, rate, topic and subscriber.
 
-    Each configuration shows the bridge's p50, the floor's p50 of the same run pair, the
-    difference, and the bridge's losses; ``<= 0.3`` says whether stock met the issue-11 target
-    (clock, INS and barrier within 0.3 ms of the floor).
+    Each configuration shows the bridge's p50, the floor's p50 (of the floor beside the
+    bridge in the same run where there is one, else of the floor's own run), the difference,
+    and the bridge's losses; ``<= 0.3`` says whether stock met the issue-11 target (clock, INS
+    and barrier within 0.3 ms of the floor).
     """
     runs: dict[tuple[str, float, str, str], dict[str, Any]] = {}
     for run in report['runs']:
@@ -1100,8 +1207,11 @@ def comparison_lines(report: dict[str, Any]) -> list[str]:
             cells = [drive, f'{rate:g}', topic, _subscriber_name(label)]
             met = ''
             for config in configs:
-                bridge = runs.get((drive, rate, config, 'bridge'), {}).get('topics', {}).get(label)
-                floor = runs.get((drive, rate, config, 'floor'), {}).get('topics', {}).get(label)
+                bridge_run = runs.get((drive, rate, config, 'bridge'), {})
+                bridge = bridge_run.get('topics', {}).get(label)
+                floor = (bridge_run.get('floor_beside', {}).get('topics', {}).get(label)
+                         or runs.get((drive, rate, config, 'floor'), {}).get('topics', {}).get(
+                             label))
                 b50 = bridge['latency_p50_ms'] if bridge else None
                 f50 = floor['latency_p50_ms'] if floor else None
                 added = round(b50 - f50, 3) if b50 is not None and f50 is not None else None
@@ -1148,8 +1258,15 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
         'sent by the emulator (or the floor) and never received by that subscription; a '
         'keep-last 1 or 10 reader drops what it has not taken before newer samples arrive, '
         'by design.', '',
-        f"Subscriptions: {settings['qos']}.", '',
-        '## Stock against profile', '']
+        f"Subscriptions: {settings['qos']}.", '']
+    if settings.get('floor_beside'):
+        lines += [
+            'Floor beside the bridge (`--floor-beside`): in each bridge run a plain rclpy '
+            'publisher also published clock, INS and barrier on `/floor/...` topics, read by '
+            'the same subscriber, playing at the rate or releasing one burst with each step '
+            'request; for those topics the comparison takes it as the floor (same run, same '
+            'load), and `lost (floor)` is its loss.', '']
+    lines += ['## Stock against profile', '']
     lines += comparison_lines(report)
     lines.append('')
     if png_name:
@@ -1285,6 +1402,11 @@ def _parser() -> argparse.ArgumentParser:
                              '(default 0): on a machine with few cores its own CPU then no '
                              'longer delays the bridge and the subscriber when they wake; '
                              'the floor runs have no emulator')
+    parser.add_argument('--floor-beside', action='store_true',
+                        help='run a floor publisher of clock, INS and barrier beside the '
+                             'bridge in its own runs (topics under /floor, the same '
+                             'subscriber, in lockstep a burst with each step request); the '
+                             'comparison then takes that floor, under the same load')
     parser.add_argument('--output-dir', default=os.path.join(ROOT, 'docs'),
                         help='where benchmarks.json, .md and .png go (default docs/)')
     parser.add_argument('--work-dir', default=None,
@@ -1316,6 +1438,8 @@ def _role_parser(role: str) -> argparse.ArgumentParser:
     parser.add_argument('--port', type=int, default=0)
     parser.add_argument('--drive', choices=DEFAULT_DRIVES, default='play')
     parser.add_argument('--variants', action='store_true')
+    parser.add_argument('--beside', action='store_true')
+    parser.add_argument('--release', choices=('schedule', 'command'), default='schedule')
     return parser
 
 
@@ -1353,8 +1477,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile=args.profile, bridge_command=args.bridge_command, rate_seconds={
                 float(item.split('=')[0]): float(item.split('=')[1])
                 for item in args.rate_seconds},
-            drives=args.drives, variants=args.variants, prefix=prefix,
-            log=lambda text: print(text, flush=True))
+            drives=args.drives, variants=args.variants, floor_beside=args.floor_beside,
+            prefix=prefix, log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name)
     with open(base + '.json', 'w', encoding='utf-8') as stream:
