@@ -71,7 +71,6 @@ class _Ring(Generic[BufferT]):
                  changed: threading.Condition) -> None:
         self.key = key
         self._make = make
-        self._slots = slots
         self._buffers: list[BufferT] = []
         self._busy = [False] * slots
         self._next = 0
@@ -86,17 +85,19 @@ class _Ring(Generic[BufferT]):
         if not self._buffers:
             if not make:
                 return None
-            self._buffers = [self._make() for _ in range(self._slots)]
+            self._buffers = [self._make() for _ in self._busy]
         index = self._next
-        with self._changed:
-            if not self._changed.wait_for(lambda: not self._busy[index], wait_s):
-                return None
+        # Only the reader marks a buffer busy, so one seen free stays free: no lock then.
+        if self._busy[index]:
+            with self._changed:
+                if not self._changed.wait_for(lambda: not self._busy[index], wait_s):
+                    return None
         return self._buffers[index]
 
     def lend(self, data: memoryview) -> PooledMessage:
         """Mark the buffer whose turn it is busy until the message's release; next turn."""
         index = self._next
-        self._next = (index + 1) % self._slots
+        self._next = (index + 1) % len(self._busy)
         self._busy[index] = True
         released = False
 
@@ -186,12 +187,10 @@ class MessagePool:
             self._clouds = _Ring(key, lambda: CloudBuffer(
                 frame.columns, frame.rings, frame_id=self._lidar_frame_id, fields=self._fields,
                 times=self._times), self._slots, self._changed)
-        buffer = (self._clouds.next_buffer(self._wait_s, make=True)
-                  if key == self._cloud_key else None)
-        if buffer is None:
-            return PooledMessage(lidar_frame_to_cloud_cdr(
-                frame, frame_id=self._lidar_frame_id, fields=self._fields, times=self._times))
-        return self._clouds.lend(buffer.serialise_in_place(frame))
+        return self._pooled(self._clouds if key == self._cloud_key else None, frame,
+                            lambda: lidar_frame_to_cloud_cdr(
+                                frame, frame_id=self._lidar_frame_id, fields=self._fields,
+                                times=self._times))
 
     def image(self, frame: CameraFrame) -> PooledMessage:
         """
@@ -204,8 +203,14 @@ class MessagePool:
             self._images = _Ring(key, lambda: ImageBuffer(
                 frame.width, frame.height, frame.row_step, frame_id=self._camera_frame_id,
                 encoding=frame.encoding), self._slots, self._changed)
-        buffer = (self._images.next_buffer(self._wait_s, make=True)
-                  if key == self._image_key else None)
+        return self._pooled(self._images if key == self._image_key else None, frame,
+                            lambda: camera_frame_to_image_cdr(
+                                frame, frame_id=self._camera_frame_id))
+
+    def _pooled(self, ring: '_Ring[Any] | None', frame: Any,
+                own: Callable[[], bytes]) -> PooledMessage:
+        """Serialise into the ring's next buffer, or with ``own`` when there is none free."""
+        buffer = ring.next_buffer(self._wait_s, make=True) if ring is not None else None
         if buffer is None:
-            return PooledMessage(camera_frame_to_image_cdr(frame, frame_id=self._camera_frame_id))
-        return self._images.lend(buffer.serialise_in_place(frame))
+            return PooledMessage(own())
+        return ring.lend(buffer.serialise_in_place(frame))

@@ -29,8 +29,9 @@ falls back to ``publisher.publish(bytes(data))``; :data:`RCL_AVAILABLE` says whi
 import ctypes
 from typing import Any
 
-import numpy as np
 from rclpy.publisher import Publisher
+
+from acres_bridge.conversions.buffers import buffer_address
 
 _RCL_RET_OK = 0
 _ERROR_STRING_SIZE = 1024
@@ -72,7 +73,6 @@ def _loaded_library(stem: str) -> ctypes.CDLL | None:
 
 def _bind() -> tuple[Any, Any, Any] | None:
     # rclpy's extension links rcl and rcutils; importing Publisher above has loaded them.
-    import rclpy.impl.implementation_singleton  # noqa: F401
     rcl, rcutils = _loaded_library('rcl'), _loaded_library('rcutils')
     if rcl is None or rcutils is None:
         return None
@@ -92,12 +92,6 @@ _BOUND = _bind()
 RCL_AVAILABLE = _BOUND is not None
 
 
-def buffer_pointer(data: Any) -> tuple[int, int]:
-    """Return the address and length in bytes of a contiguous buffer (bytes, bytearray, view)."""
-    view = np.frombuffer(data, np.uint8)
-    return (view.ctypes.data if view.size else 0), view.size
-
-
 def publish_serialised(publisher: Publisher, data: Any) -> None:
     """
     Publish ``data``, one serialised message of the publisher's type, as it is.
@@ -112,10 +106,12 @@ def publish_serialised(publisher: Publisher, data: Any) -> None:
         publisher.publish(bytes(data))
         return
     publish, error_string, reset_error = _BOUND
-    address, length = buffer_pointer(data)
-    message = _SerializedMessage(buffer=address, buffer_length=length, buffer_capacity=length)
-    with publisher.handle:
-        ret = publish(publisher.handle.pointer, ctypes.byref(message), None)
+    length = memoryview(data).nbytes
+    message = _SerializedMessage(buffer=buffer_address(data), buffer_length=length,
+                                 buffer_capacity=length)
+    handle = publisher.handle
+    with handle:
+        ret = publish(handle.pointer, ctypes.byref(message), None)
     if ret != _RCL_RET_OK:
         text = error_string().text.decode(errors='replace')
         reset_error()
