@@ -455,28 +455,33 @@ class World:
     def _emit(self, agent: Agent, time_s: float) -> None:
         sink = agent.sink
         step = self.step
-        sink.queue(FrameType.CLOCK, encode_clock_payload(time_s + agent.vehicle_clock_lead_s),
-                   time_s)
         due = [sensor for sensor in (_SENSOR_INS, _SENSOR_CAMERA, _SENSOR_LIDAR)
                if agent.schedules[sensor].due(step)]
-        if not due:
-            return
-        pose = agent.body_pose()
+        pose = agent.body_pose() if due else None
         layout = agent.sensor_layout or agent.layout
-        if _SENSOR_INS in due:
-            cos_yaw, sin_yaw = math.cos(agent.yaw), math.sin(agent.yaw)
-            lateral = agent.speed_mps * agent.yaw_rate
-            values = ins_values(
-                layout, pose, velocity_world=agent.twist()['linear'],
-                angular_velocity_world=(0.0, 0.0, agent.yaw_rate),
-                acceleration_world=(agent.accel_mps2 * cos_yaw - lateral * sin_yaw,
-                                    agent.accel_mps2 * sin_yaw + lateral * cos_yaw, 0.0),
-                rng=self._rng(agent, _SENSOR_INS))
-            sink.queue(FrameType.INS, encode_ins_payload(values), time_s)
+        ins_payload = self._ins_payload(agent, layout, pose) if _SENSOR_INS in due else None
+        # The game's physics thread queues a step's clock and INS frames one after the other
+        # (seed 000); its INS model costs microseconds, ours a third of a millisecond, so it
+        # runs before the clock frame is queued rather than between the two.
+        sink.queue(FrameType.CLOCK, encode_clock_payload(time_s + agent.vehicle_clock_lead_s),
+                   time_s)
+        if ins_payload is not None:
+            sink.queue(FrameType.INS, ins_payload, time_s)
         if _SENSOR_CAMERA in due:
             sink.queue(FrameType.CAMERA, self._camera_payload(agent, layout, pose), time_s)
         if _SENSOR_LIDAR in due:
             sink.queue(FrameType.LIDAR, self._lidar_payload(agent, layout, pose), time_s)
+
+    def _ins_payload(self, agent: Agent, layout: dict[str, Any], pose: Pose) -> bytes:
+        cos_yaw, sin_yaw = math.cos(agent.yaw), math.sin(agent.yaw)
+        lateral = agent.speed_mps * agent.yaw_rate
+        values = ins_values(
+            layout, pose, velocity_world=agent.twist()['linear'],
+            angular_velocity_world=(0.0, 0.0, agent.yaw_rate),
+            acceleration_world=(agent.accel_mps2 * cos_yaw - lateral * sin_yaw,
+                                agent.accel_mps2 * sin_yaw + lateral * cos_yaw, 0.0),
+            rng=self._rng(agent, _SENSOR_INS))
+        return encode_ins_payload(values)
 
     def _render_now(self, agent: Agent, sensor: int) -> bool:
         """Count a frame of a sensor; return whether the scene model renders it afresh."""
