@@ -24,6 +24,11 @@ class ChunkedSocket:
         self._calls = 0
         self.position = 0
 
+    @property
+    def calls(self) -> int:
+        """The recv_into calls so far."""
+        return self._calls
+
     def recv_into(self, view: memoryview, count: int) -> int:
         size = self._chunks[self._calls % len(self._chunks)]
         self._calls += 1

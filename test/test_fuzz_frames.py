@@ -42,6 +42,7 @@ import pytest
 from socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
+from acres_bridge.protocol import stream
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FrameType
@@ -163,7 +164,7 @@ def read_everything(reader: FrameReader, sock: ChunkedSocket) -> list[frames.Fra
     decoded = []
     for _ in range(64):
         hello_before = reader.hello
-        consumed = sock.position
+        consumed = reader.bytes_read
         try:
             frame = reader.read_frame()
         except FrameError as exc:
@@ -178,8 +179,10 @@ def read_everything(reader: FrameReader, sock: ChunkedSocket) -> list[frames.Fra
             assert sock.position == len(sock._data)
             break
         check_frame(frame, hello_before if not isinstance(frame, frames.HelloFrame) else None)
-        assert sock.position - consumed >= frames.HEADER_SIZE + frame.header.payload_size
-        assert reader.bytes_read == sock.position
+        assert reader.bytes_read - consumed >= frames.HEADER_SIZE + frame.header.payload_size
+        # What was received is read or waits in the read-ahead, nothing more.
+        assert reader.bytes_read + reader.buffered == sock.position
+        assert reader.buffered <= stream.READ_AHEAD_BYTES
         assert reader.buffer_size <= LIMIT
         decoded.append(frame)
     return decoded

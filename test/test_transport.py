@@ -153,20 +153,42 @@ def test_reader_decodes_frames_that_arrive_together_and_split_oddly():
         check_session(read_all(FrameReader(ChunkedSocket(data, chunks))))
 
 
-def test_reader_views_point_into_one_reused_buffer():
-    data = b''.join(session_bytes()) + encode(
-        FrameType.LIDAR, frames.encode_lidar_payload(lidar_points(1000.0)), 6)
-    reader = FrameReader(ChunkedSocket(data))
-    decoded = [reader.read_frame() for _ in range(6)]
-    size = reader.buffer_size
-    assert size == max(len(part) - frames.HEADER_SIZE for part in session_bytes())
-    lidar = decoded[2]
-    assert np.frombuffer(lidar.points, '<f4')[0] == 0.0
+def test_small_frames_that_arrive_together_take_one_receive():
+    data = b''.join(session_bytes())
+    sock = ChunkedSocket(data)
+    reader = FrameReader(sock)
+    check_session(read_all(reader))
+    # Six frames, then the end of the stream: two calls, not two per frame.
+    assert sock.calls == 2
+    assert reader.bytes_read == len(data) and reader.buffered == 0
+    assert reader.buffer_size == 0
+
+
+def test_payloads_beyond_the_read_ahead_land_in_one_reused_buffer():
+    columns = stream.READ_AHEAD_BYTES // (16 * RINGS) + 1
+    hello = hello_dict()
+    hello['lidar'].update(columns=columns)
+
+    def points(seed: float) -> np.ndarray:
+        return (np.arange(columns * RINGS * 4, dtype=np.float32) + seed).reshape(
+            columns, RINGS, 4)
+
+    data = b''.join((encode(FrameType.HELLO, frames.encode_hello_payload(hello), 0),
+                     encode(FrameType.LIDAR, frames.encode_lidar_payload(points(0.0)), 1),
+                     encode(FrameType.CLOCK, frames.encode_clock_payload(0.5), 2),
+                     encode(FrameType.LIDAR, frames.encode_lidar_payload(points(1000.0)), 3)))
+    reader = FrameReader(ChunkedSocket(data, [5000, 70_000, 3]))
+    reader.read_frame()
+    first = reader.read_frame()
+    size = frames.lidar_payload_size(columns, RINGS)
+    assert reader.buffer_size == size > stream.READ_AHEAD_BYTES
+    assert np.frombuffer(first.points, '<f4')[0] == 0.0
+    assert isinstance(reader.read_frame(), frames.ClockFrame)
     second = reader.read_frame()
     assert reader.buffer_size == size
     # The first frame's view is only valid until the next read: it now shows the new points.
-    assert np.frombuffer(lidar.points, '<f4')[0] == 1000.0
-    assert bytes(second.points) == lidar_points(1000.0).tobytes()
+    assert np.frombuffer(first.points, '<f4')[0] == 1000.0
+    assert bytes(second.points) == points(1000.0).tobytes()
 
 
 def test_header_claiming_4_gb_is_refused_before_any_allocation():

@@ -17,12 +17,15 @@ The sensor stream socket: a frame reader and a reconnecting client thread.
 
 The game listens on 127.0.0.1 and sends frames (``frames`` gives the layout) to one client,
 which sends nothing. The first frame of each connection is a Hello. ``FrameReader`` reads
-frames from a blocking socket with a short time-out into buffers it reuses: exact reads with
-``recv_into``, no copy of a payload, LiDAR points and camera pixels handed out as memoryviews
-valid until the next read. Before reading a payload it checks the claimed length against the
-limit of its type under the current Hello (``frames.max_payload_size``), so a header can never
-make it allocate more; beyond 1 MiB the buffer grows only as fast as the payload arrives, so a
-claim within the limit that the peer does not fill costs no more than the bytes it sent.
+frames from a blocking socket with a short time-out into buffers it reuses, with
+``recv_into``. Each receive takes what the socket holds into a 32 KiB read-ahead, so the small
+frames that arrive together (a step's clock and INS) cost one system call; a larger payload is
+received straight into its buffer after the bytes already read ahead. Frames are handed out as
+memoryviews valid until the next read. Before reading a payload the reader checks the claimed
+length against the limit of its type under the current Hello (``frames.max_payload_size``), so
+a header can never make it allocate more; beyond 1 MiB the buffer grows only as fast as the
+payload arrives, so a claim within the limit that the peer does not fill costs no more than the
+bytes it sent.
 Frames of unknown types are read away in bounded chunks and counted. A caller may receive a
 payload into a buffer of its own (``payload_target``: the message it will publish), chosen
 once the header passed those checks.
@@ -59,7 +62,9 @@ from acres_bridge.protocol.sockets import LogHandler
 from acres_bridge.protocol.sockets import ReconnectingClient
 
 READ_TIMEOUT_S = 0.2
-_DISCARD_CHUNK = 1 << 16
+# What one recv_into may take beyond the frame being read; payloads up to this size are read
+# in it, larger ones straight into their buffer.
+READ_AHEAD_BYTES = 1 << 15
 _GROW_START = 1 << 20
 _SAMPLES = 8192
 _KNOWN_TYPES = frozenset(int(kind) for kind in FrameType)
@@ -94,11 +99,13 @@ class FrameReader:
         self._max_frame_bytes = max_frame_bytes
         self._on_skipped = on_skipped
         self._payload_target = payload_target
-        self._header = bytearray(HEADER_SIZE)
-        self._header_view = memoryview(self._header)
+        # Bytes received and not yet consumed are ahead[head:tail].
+        self._ahead = bytearray(READ_AHEAD_BYTES)
+        self._ahead_view = memoryview(self._ahead)
+        self._head = 0
+        self._tail = 0
         self._buffer = bytearray()
         self._view = memoryview(self._buffer)
-        self._discard: memoryview | None = None
         self._hello: Hello | None = None
         self.last_header: FrameHeader | None = None
         self.bytes_read = 0
@@ -112,8 +119,13 @@ class FrameReader:
 
     @property
     def buffer_size(self) -> int:
-        """Return the bytes of the payload buffer (it grows to the largest frame read)."""
+        """Return the bytes of the large-payload buffer (it grows to the largest such frame)."""
         return len(self._buffer)
+
+    @property
+    def buffered(self) -> int:
+        """Return the bytes received beyond the last frame read: the start of the next ones."""
+        return self._tail - self._head
 
     def read_frame(self) -> Frame:
         """
@@ -129,8 +141,7 @@ class FrameReader:
             if self._stop.is_set():
                 raise TransportError('stopped')
             self.last_header = None
-            self._read_exact(self._header_view, HEADER_SIZE, boundary=True)
-            header = decode_header(self._header)
+            header = decode_header(self._take(HEADER_SIZE, boundary=True))
             self.last_header = header
             kind = header.frame_type
             size = header.payload_size
@@ -153,7 +164,7 @@ class FrameReader:
                     raise ValueError(f'payload_target gave {target.nbytes} bytes (format '
                                      f'{target.format!r}, read-only {target.readonly}) for a '
                                      f'payload of {size}')
-                self._read_exact(target, size, boundary=False)
+                self._read_into(target, size)
                 payload = target
             try:
                 frame = decode_payload(header, payload, self._hello)
@@ -164,10 +175,12 @@ class FrameReader:
             return frame
 
     def _read_payload(self, size: int) -> memoryview:
-        """Read a payload into the buffer; grow it only as fast as bytes actually arrive."""
+        """Read a payload into a buffer of the reader's; grow it only as bytes arrive."""
+        if size <= len(self._ahead):
+            return self._take(size, boundary=False)
         if size <= len(self._buffer):
             view = self._view[:size]
-            self._read_exact(view, size, boundary=False)
+            self._read_into(view, size)
             return view
         # A new buffer rather than a resize: views of the last frame may still be held. Above
         # _GROW_START it doubles as the payload fills it, so a header that claims more than
@@ -176,8 +189,8 @@ class FrameReader:
         buffer = bytearray(min(size, max(_GROW_START, len(self._buffer))))
         while True:
             view = memoryview(buffer)
-            self._read_exact(view[received:], len(buffer) - received, boundary=False,
-                             before=received, total=size)
+            self._read_into(view[received:], len(buffer) - received, before=received,
+                            total=size)
             received = len(buffer)
             if received == size:
                 break
@@ -188,35 +201,79 @@ class FrameReader:
         self._view = memoryview(buffer)
         return self._view[:size]
 
-    def _skip(self, size: int) -> None:
-        if self._discard is None:
-            self._discard = memoryview(bytearray(_DISCARD_CHUNK))
-        while size > 0:
-            chunk = min(size, _DISCARD_CHUNK)
-            self._read_exact(self._discard, chunk, boundary=False)
-            size -= chunk
+    def _take(self, count: int, *, boundary: bool) -> memoryview:
+        """
+        Consume the next ``count`` bytes (at most READ_AHEAD_BYTES) as a view of the read-ahead.
 
-    def _read_exact(self, view: memoryview, count: int, *, boundary: bool, before: int = 0,
-                    total: int | None = None) -> None:
-        """Fill ``view[:count]``; ``before`` and ``total`` place it in a larger read."""
-        received = 0
-        recv_into = self._sock.recv_into
+        One ``recv_into`` takes whatever the socket holds, so the small frames that arrive
+        together (a step's clock and INS) cost one system call, not two each.
+        """
+        if self._head == self._tail:
+            self._head = self._tail = 0
+        while self._tail - self._head < count:
+            if len(self._ahead) - self._head < count:
+                kept = self._tail - self._head
+                self._ahead[:kept] = self._ahead[self._head:self._tail]
+                self._head, self._tail = 0, kept
+            have = self._tail - self._head
+            self._tail += self._recv(self._ahead_view[self._tail:], len(self._ahead) - self._tail,
+                                     boundary=boundary and have == 0, before=have, total=count)
+        start = self._head
+        self._head += count
+        self.bytes_read += count
+        return self._ahead_view[start:start + count]
+
+    def _read_into(self, view: memoryview, count: int, *, before: int = 0,
+                   total: int | None = None) -> None:
+        """Fill ``view[:count]``: first the bytes read ahead, then straight from the socket."""
+        taken = min(count, self._tail - self._head)
+        if taken:
+            view[:taken] = self._ahead_view[self._head:self._head + taken]
+            self._head += taken
+            self.bytes_read += taken
+        received = taken
         while received < count:
+            got = self._recv(view[received:count], count - received, boundary=False,
+                             before=before + received, total=total or count)
+            received += got
+            self.bytes_read += got
+
+    def _skip(self, size: int) -> None:
+        taken = min(size, self._tail - self._head)
+        self._head += taken
+        self.bytes_read += taken
+        size -= taken
+        if size:
+            # The read-ahead is empty now: read the rest away through it, exactly.
+            self._head = self._tail = 0
+        while size > 0:
+            got = self._recv(self._ahead_view, min(size, len(self._ahead)), boundary=False)
+            size -= got
+            self.bytes_read += got
+
+    def _recv(self, view: memoryview, count: int, *, boundary: bool, before: int = 0,
+              total: int | None = None) -> int:
+        """
+        Receive at least one and at most ``count`` bytes into ``view``; return how many.
+
+        ``boundary``: no byte of the current frame was received yet, so a closed peer ends the
+        stream cleanly; ``before`` and ``total`` place the read in its frame for the error.
+        """
+        while True:
             try:
-                got = recv_into(view[received:count], count - received)
+                got = self._sock.recv_into(view, count)
             except TimeoutError:
                 if self._stop.is_set():
                     raise TransportError('stopped') from None
                 continue
             except OSError as exc:
                 raise TransportError(f'receive failed: {exc}') from exc
-            if got == 0:
-                if boundary and received == 0:
-                    raise TransportError('peer closed')
-                raise FrameError(f'truncated frame: the peer closed after '
-                                 f'{before + received} of {total or count} bytes')
-            received += got
-        self.bytes_read += count
+            if got:
+                return got
+            if boundary:
+                raise TransportError('peer closed')
+            raise FrameError(f'truncated frame: the peer closed after '
+                             f'{before} of {total or count} bytes')
 
 
 @dataclasses.dataclass(slots=True)
