@@ -52,9 +52,9 @@ def hello_dict() -> dict:
     return hello
 
 
-def lidar_points(seed: float = 0.0) -> np.ndarray:
-    size = COLUMNS * RINGS * 4
-    return (np.arange(size, dtype=np.float32) + seed).reshape(COLUMNS, RINGS, 4)
+def lidar_points(seed: float = 0.0, columns: int = COLUMNS) -> np.ndarray:
+    size = columns * RINGS * 4
+    return (np.arange(size, dtype=np.float32) + seed).reshape(columns, RINGS, 4)
 
 
 def camera_pixels() -> np.ndarray:
@@ -168,15 +168,11 @@ def test_payloads_beyond_the_read_ahead_land_in_one_reused_buffer():
     columns = stream.READ_AHEAD_BYTES // (16 * RINGS) + 1
     hello = hello_dict()
     hello['lidar'].update(columns=columns)
-
-    def points(seed: float) -> np.ndarray:
-        return (np.arange(columns * RINGS * 4, dtype=np.float32) + seed).reshape(
-            columns, RINGS, 4)
-
+    first_points, second_points = lidar_points(0.0, columns), lidar_points(1000.0, columns)
     data = b''.join((encode(FrameType.HELLO, frames.encode_hello_payload(hello), 0),
-                     encode(FrameType.LIDAR, frames.encode_lidar_payload(points(0.0)), 1),
+                     encode(FrameType.LIDAR, frames.encode_lidar_payload(first_points), 1),
                      encode(FrameType.CLOCK, frames.encode_clock_payload(0.5), 2),
-                     encode(FrameType.LIDAR, frames.encode_lidar_payload(points(1000.0)), 3)))
+                     encode(FrameType.LIDAR, frames.encode_lidar_payload(second_points), 3)))
     reader = FrameReader(ChunkedSocket(data, [5000, 70_000, 3]))
     reader.read_frame()
     first = reader.read_frame()
@@ -188,7 +184,7 @@ def test_payloads_beyond_the_read_ahead_land_in_one_reused_buffer():
     assert reader.buffer_size == size
     # The first frame's view is only valid until the next read: it now shows the new points.
     assert np.frombuffer(first.points, '<f4')[0] == 1000.0
-    assert bytes(second.points) == points(1000.0).tobytes()
+    assert bytes(second.points) == second_points.tobytes()
 
 
 def test_header_claiming_4_gb_is_refused_before_any_allocation():
