@@ -85,11 +85,3 @@ def not_georeferenced(values: list[float]) -> list[float]:
 def ins_frame(values: list[float], *, stamp_s: float = 2.5) -> frames.InsFrame:
     """Return the decoded INS frame of 40 values."""
     return decode(FrameType.INS, frames.encode_ins_payload(values), stamp_s=stamp_s)
-
-
-def quaternion_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
-    """Return the rotation matrix of a unit quaternion (x, y, z, w)."""
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])

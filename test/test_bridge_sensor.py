@@ -44,8 +44,8 @@ from sensor_msgs.msg import PointField
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
-from acres_bridge.conversions.tf import rpy_deg_to_quaternion
 from acres_bridge.emulator.faults import free_port
+from acres_bridge.geometry import rpy_deg_to_quaternion
 from acres_bridge.nodes.sensor_bridge import LARGE_DEPTH
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.nodes.sensor_bridge import SMALL_DEPTH

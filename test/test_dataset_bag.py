@@ -40,12 +40,12 @@ from rosbags.typesys import Stores
 from sensor_msgs.msg import NavSatFix
 from tf2_msgs.msg import TFMessage
 
-from acres_bridge.conversions.tf import rpy_deg_to_quaternion
 from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset.calibration import lens_centres
 from acres_bridge.dataset.convert_bag import convert
 from acres_bridge.dataset.format import QUALITY_RTK
 from acres_bridge.dataset.format import RANGE_STEP_M
+from acres_bridge.geometry import rpy_deg_to_quaternion
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANS = 10

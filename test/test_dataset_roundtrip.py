@@ -21,7 +21,6 @@ xyzirt), recorded by :class:`LidarRecorder` and read back with :class:`LidarSet`
 graph: the node test (test_lidar_recorder.py) covers the topics.
 """
 
-import math
 
 from dataset_drive import bridge_cloud
 from dataset_drive import drive as emulator_drive
@@ -42,6 +41,7 @@ from acres_bridge.dataset.format import QUALITY_RTK
 from acres_bridge.dataset.format import RANGE_STEP_M
 from acres_bridge.dataset.picture import scan_picture
 from acres_bridge.dataset.recorder import LidarRecorder
+from acres_bridge.geometry import rpy_deg_to_matrix
 
 SCANS = 12
 
@@ -120,14 +120,9 @@ def test_calibration_points_give_back_the_source_points(tmp_path, drive):
     assert rms <= 0.002
     # base_footprint: the mount of /tf_static, R = Rz Ry Rx.
     base = calibration.points(sequence.range_m(0), 'base')
-    roll, pitch, yaw = np.radians(MOUNT[1])
-    rx = np.array([[1, 0, 0], [0, math.cos(roll), -math.sin(roll)],
-                   [0, math.sin(roll), math.cos(roll)]])
-    ry = np.array([[math.cos(pitch), 0, math.sin(pitch)], [0, 1, 0],
-                   [-math.sin(pitch), 0, math.cos(pitch)]])
-    expected = calibration.points(sequence.range_m(0)) @ (ry @ rx).T + MOUNT[0]
+    expected = (calibration.points(sequence.range_m(0)) @ rpy_deg_to_matrix(MOUNT[1]).T
+                + MOUNT[0])
     assert np.allclose(base, expected, atol=1e-4, equal_nan=True)
-    assert yaw == 0.0
 
 
 def test_scan_table_has_poses_quality_and_counts(tmp_path, drive):

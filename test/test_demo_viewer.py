@@ -23,7 +23,6 @@ bridge and the viewer as child processes) and checks what the viewer saw and dre
 import array
 import io
 import json
-import math
 import os
 from pathlib import Path
 import signal
@@ -62,19 +61,12 @@ from acres_bridge.demo.viewer import ClockHistory
 from acres_bridge.demo.viewer import Display
 from acres_bridge.demo.viewer import format_table
 from acres_bridge.demo.viewer import TopicStats
+from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.protocol.frames import parse_hello
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = parse_hello((ROOT / 'test' / 'data' / 'hello_polaris.json').read_bytes())
 K = [600.0, 0.0, 440.0, 0.0, 590.0, 270.0, 0.0, 0.0, 1.0]
-
-
-def _rotation(roll_deg: float, pitch_deg: float, yaw_deg: float) -> np.ndarray:
-    r, p, y = np.radians([roll_deg, pitch_deg, yaw_deg])
-    rx = np.array([[1, 0, 0], [0, math.cos(r), -math.sin(r)], [0, math.sin(r), math.cos(r)]])
-    ry = np.array([[math.cos(p), 0, math.sin(p)], [0, 1, 0], [-math.sin(p), 0, math.cos(p)]])
-    rz = np.array([[math.cos(y), -math.sin(y), 0], [math.sin(y), math.cos(y), 0], [0, 0, 1]])
-    return rz @ ry @ rx
 
 
 def _static_tree() -> StaticTransforms:
@@ -86,8 +78,9 @@ def _static_tree() -> StaticTransforms:
 def test_a_point_on_the_camera_axis_lands_on_the_optical_axis_and_the_principal_point() -> None:
     tree = _static_tree()
     camera = HELLO.camera
-    forward = _rotation(*camera.rpy_deg)[:, 0]           # the camera's FLU x in base_footprint
-    left = _rotation(*camera.rpy_deg)[:, 1]
+    mount = rpy_deg_to_matrix(camera.rpy_deg)
+    forward = mount[:, 0]           # the camera's FLU x in base_footprint
+    left = mount[:, 1]
     ahead = np.array(camera.position_flu_m) + 20.0 * forward
     to_optical = tree.lookup('polaris/camera_optical_frame', 'polaris/base_footprint')
     points = apply_transform(to_optical, np.array([ahead, ahead + 2.0 * left]))

@@ -37,7 +37,8 @@ from sensor_msgs.msg import PointCloud2
 
 from acres_bridge.conversions.clock import time_to_stamp
 from acres_bridge.conversions.lidar import cloud_to_array
-from acres_bridge.conversions.tf import rpy_deg_to_quaternion
+from acres_bridge.geometry import quaternions_to_matrices
+from acres_bridge.geometry import rpy_deg_to_quaternion
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import HelloFrame
 
@@ -50,17 +51,6 @@ START = {'position': [-38.7, -140.0, 0.0], 'orientation': [0.0, 0.0, -0.70710678
 SPEED_MPS = 8.0
 # Columns within 30 degrees of straight ahead: 0 to 150 and 1650 to 1799 (0.2 degrees each).
 AHEAD = np.r_[0:151, 1650:1800]
-
-
-def _matrices(quaternions: np.ndarray) -> np.ndarray:
-    """Return the rotations (n, 3, 3) of unit quaternions (n, 4) in x, y, z, w order."""
-    x, y, z, w = np.moveaxis(quaternions / np.linalg.norm(quaternions, axis=-1,
-                                                          keepdims=True), -1, 0)
-    return np.stack([
-        1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-        2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-        2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        axis=-1).reshape(quaternions.shape[:-1] + (3, 3))
 
 
 class Trajectory:
@@ -81,7 +71,7 @@ class Trajectory:
                               for k in range(3)], axis=1)
         quaternions = np.stack([np.interp(times, self.times, self.quaternions[:, k])
                                 for k in range(4)], axis=1)
-        return _matrices(quaternions), positions
+        return quaternions_to_matrices(quaternions), positions
 
 
 def _plane_rms(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -131,7 +121,8 @@ def test_a_moving_lidar_sees_a_bent_wall_that_de_skewing_straightens(
     stamp = time_to_stamp(cloud.header.stamp)
     # The bridge's times: column 0 fired one scan period before the stamp, the last at it.
     assert times[0] == pytest.approx(-0.1 * 1799 / 1800, abs=1e-6) and times[-1] == 0.0
-    mount_rotation = _matrices(np.array([rpy_deg_to_quaternion(hello.lidar.rpy_deg)]))[0]
+    mount_rotation = quaternions_to_matrices(
+        np.array(rpy_deg_to_quaternion(hello.lidar.rpy_deg)))
     mount_position = np.array(hello.lidar.position_flu_m)
     in_body = xyz @ mount_rotation.T + mount_position               # base_footprint frame
 

@@ -46,6 +46,8 @@ from acres_bridge.emulator.sensors.props import SPAWNABLES
 from acres_bridge.emulator.sensors.props import vehicle_prop
 from acres_bridge.emulator.sensors.view import render_view_png
 from acres_bridge.emulator.terrain import Terrain
+from acres_bridge.geometry import quaternion_yaw
+from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import InsField
 from acres_bridge.protocol.frames import parse_hello
@@ -72,7 +74,7 @@ def _on_ground(terrain: Terrain, x: float, y: float, yaw: float = NORTH) -> Pose
 def _to_base(layout: dict, cloud: np.ndarray) -> np.ndarray:
     """Return the points of a cloud in base_footprint, (columns, rings, 3)."""
     lidar = layout['lidar']
-    return (cloud[..., :3] @ geodesy.rpy_to_matrix(lidar['rpy_deg']).T
+    return (cloud[..., :3] @ rpy_deg_to_matrix(lidar['rpy_deg']).T
             + np.asarray(lidar['position_flu_m']))
 
 
@@ -183,7 +185,7 @@ def test_pose_from_utm_inverts_pose_to_utm():
     assert back.position == pytest.approx(pose.position, abs=1e-6)
     assert back.yaw_rad == pytest.approx(0.7, abs=1e-9)
     # In the utm frame the yaw counts from grid east: 0.7 rad less the grid rotation.
-    assert geodesy.quaternion_yaw(orientation) == pytest.approx(
+    assert quaternion_yaw(orientation) == pytest.approx(
         0.7 - math.radians(geodesy.GRID_ROTATION_DEG), abs=1e-9)
 
 
@@ -463,7 +465,7 @@ def test_a_moving_sweep_sees_each_column_from_its_own_pose(polaris, terrain):
     positions = start + fraction * (end.position - start)
     sweep = ColumnPoses(positions, np.tile(end.rotation, (1800, 1, 1)))
     cloud = lidar_scan(polaris, end, [], terrain, rng=np.random.default_rng(4), sweep=sweep)
-    rotation = end.rotation @ geodesy.rpy_to_matrix(polaris['lidar']['rpy_deg'])
+    rotation = end.rotation @ rpy_deg_to_matrix(polaris['lidar']['rpy_deg'])
     mount = np.asarray(polaris['lidar']['position_flu_m'])
     origins = positions + mount @ end.rotation.T
     world = np.einsum('ij,crj->cri', rotation, cloud[..., :3]) + origins[:, None, :]

@@ -33,7 +33,6 @@ prefix.
 
 from collections.abc import Sequence
 import dataclasses
-import math
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Quaternion
@@ -43,6 +42,7 @@ from geometry_msgs.msg import Vector3
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Header
 
+from acres_bridge.geometry import rpy_deg_to_quaternion
 from acres_bridge.protocol.frames import Hello
 
 # Camera (FLU) -> optical frame: the optical axes are z = x_flu, x = -y_flu, y = -z_flu.
@@ -74,18 +74,6 @@ class AgentFrames:
         return cls(*(prefixed(frame_prefix, name) for name in (
             'base_footprint', 'base_link', lidar, 'camera', 'camera_optical_frame', 'imu',
             'gnss')))
-
-
-def rpy_deg_to_quaternion(rpy_deg: Sequence[float]) -> tuple[float, float, float, float]:
-    """Return the unit quaternion (x, y, z, w) of R = Rz(yaw) Ry(pitch) Rx(roll), degrees."""
-    roll, pitch, yaw = (math.radians(float(value)) for value in rpy_deg)
-    cr, sr = math.cos(roll / 2), math.sin(roll / 2)
-    cp, sp = math.cos(pitch / 2), math.sin(pitch / 2)
-    cy, sy = math.cos(yaw / 2), math.sin(yaw / 2)
-    return (sr * cp * cy - cr * sp * sy,
-            cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy,
-            cr * cp * cy + sr * sp * sy)
 
 
 def make_transform(parent: str, child: str, stamp: Time, translation: Sequence[float],

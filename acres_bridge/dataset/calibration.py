@@ -35,6 +35,7 @@ import numpy as np
 
 from acres_bridge.dataset.format import DatasetError
 from acres_bridge.dataset.format import LENS_CENTER_M
+from acres_bridge.geometry import rpy_deg_to_matrix
 
 FRAMES = ('sensor', 'base')
 
@@ -51,36 +52,6 @@ def lens_centres(columns: int, lens_center_m: float, *, clockwise: bool = True) 
     azimuth = column_azimuths_rad(columns, clockwise=clockwise)
     return np.stack([lens_center_m * np.cos(azimuth), lens_center_m * np.sin(azimuth),
                      np.zeros(columns)], axis=-1)
-
-
-def rpy_deg_to_matrix(rpy_deg: Any) -> np.ndarray:
-    """Return R = Rz(yaw) Ry(pitch) Rx(roll) of roll, pitch, yaw in degrees."""
-    roll, pitch, yaw = np.radians(np.asarray(rpy_deg, dtype=np.float64))
-    cr, sr, cp, sp, cy, sy = (math.cos(roll), math.sin(roll), math.cos(pitch),
-                              math.sin(pitch), math.cos(yaw), math.sin(yaw))
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
-
-
-def matrix_to_rpy_deg(matrix: np.ndarray) -> list[float]:
-    """Return roll, pitch, yaw in degrees of a rotation R = Rz Ry Rx."""
-    pitch = math.asin(max(-1.0, min(1.0, -float(matrix[2, 0]))))
-    roll = math.atan2(float(matrix[2, 1]), float(matrix[2, 2]))
-    yaw = math.atan2(float(matrix[1, 0]), float(matrix[0, 0]))
-    return [math.degrees(roll), math.degrees(pitch), math.degrees(yaw)]
-
-
-def quaternion_to_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
-    """Return the rotation matrix of a unit quaternion (x, y, z, w)."""
-    norm = math.sqrt(x * x + y * y + z * z + w * w)
-    if not norm > 0.0:
-        raise DatasetError('a rotation quaternion of length 0')
-    x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 def _floats(values: Any, count: int, name: str) -> np.ndarray:

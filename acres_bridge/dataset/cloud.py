@@ -28,9 +28,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from acres_bridge.dataset.calibration import matrix_to_rpy_deg
-from acres_bridge.dataset.calibration import quaternion_to_matrix
 from acres_bridge.dataset.format import DatasetError
+from acres_bridge.geometry import matrix_to_rpy_deg
+from acres_bridge.geometry import quaternion_to_matrix
 
 # sensor_msgs/PointField datatypes
 _TYPES = {1: 'i1', 2: 'u1', 3: 'i2', 4: 'u2', 5: 'i4', 6: 'u4', 7: 'f4', 8: 'f8'}
@@ -179,8 +179,8 @@ def transforms_of(message: Any) -> list[tuple[str, str, np.ndarray, np.ndarray]]
         translation = transform.transform.translation
         rotation = transform.transform.rotation
         try:
-            matrix = quaternion_to_matrix(rotation.x, rotation.y, rotation.z, rotation.w)
-        except DatasetError:
+            matrix = quaternion_to_matrix((rotation.x, rotation.y, rotation.z, rotation.w))
+        except ValueError:
             continue
         out.append((str(transform.header.frame_id).lstrip('/'),
                     str(transform.child_frame_id).lstrip('/'),

@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image as PilImage
 
+from acres_bridge.geometry import quaternion_to_matrix
+
 # Colour map anchors (low -> high): a compact turbo-like ramp without its darkest end, RGB.
 _RAMP = np.array([
     [70, 107, 227], [40, 187, 236], [49, 242, 153],
@@ -48,22 +50,14 @@ _RAMP = np.array([
 _FLOAT_TYPES = {7: '<f4', 8: '<f8'}   # sensor_msgs/PointField FLOAT32, FLOAT64
 
 
-def quaternion_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
-    """Return the 3 x 3 rotation of a unit quaternion (x, y, z, w)."""
-    norm = math.sqrt(x * x + y * y + z * z + w * w) or 1.0
-    x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def transform_matrix(transform: object) -> np.ndarray:
     """Return the 4 x 4 matrix of a geometry_msgs/Transform (child points -> parent frame)."""
     matrix = np.eye(4)
     rotation = transform.rotation
-    matrix[:3, :3] = quaternion_matrix(rotation.x, rotation.y, rotation.z, rotation.w)
+    try:
+        matrix[:3, :3] = quaternion_to_matrix((rotation.x, rotation.y, rotation.z, rotation.w))
+    except ValueError:
+        pass   # a zero quaternion draws as no rotation rather than stopping the pictures
     matrix[:3, 3] = (transform.translation.x, transform.translation.y, transform.translation.z)
     return matrix
 

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The georeference of the emulated ACRE tile, and quaternion helpers.
+The georeference of the emulated ACRE tile.
 
 The world frame is the grid of the tile: x east, y north, z up, in metres. The utm frame is
 UTM zone 16N (NAD83(2011) by default). The tile's grid is the UTM grid turned by
@@ -22,7 +22,8 @@ the world origin lies at ``UTM_ORIGIN_EN``; both values reproduce the control ch
 ``get_entity_state`` example (world (-38.7087, -141.6659) at UTM (500438.0926, 4479958.1254),
 heading 0.0958 deg for a yaw of 89.958 deg). Heights in the utm frame are world z, as the
 channel's ``utm.height`` is; the INS's ellipsoidal height is world z plus
-``ELLIPSOID_HEIGHT_OFFSET_M``. Quaternions are (x, y, z, w).
+``ELLIPSOID_HEIGHT_OFFSET_M``. Quaternions are (x, y, z, w); the rotation math is
+:mod:`acres_bridge.geometry`'s.
 """
 
 import functools
@@ -31,6 +32,9 @@ from typing import Sequence
 
 import numpy as np
 import pyproj
+
+from acres_bridge.geometry import quaternion_from_yaw
+from acres_bridge.geometry import quaternion_multiply
 
 UTM_ZONE = 16
 GRID_ROTATION_DEG = 0.0534
@@ -41,8 +45,7 @@ GRAVITY_MPS2 = 9.80665
 _COS_G = math.cos(math.radians(GRID_ROTATION_DEG))
 _SIN_G = math.sin(math.radians(GRID_ROTATION_DEG))
 # Rotation about z by -GRID_ROTATION_DEG: world (tile grid) axes -> UTM grid axes.
-_Q_WORLD_TO_GRID = (0.0, 0.0, -math.sin(math.radians(GRID_ROTATION_DEG) / 2.0),
-                    math.cos(math.radians(GRID_ROTATION_DEG) / 2.0))
+_Q_WORLD_TO_GRID = quaternion_from_yaw(-math.radians(GRID_ROTATION_DEG))
 _Q_GRID_TO_WORLD = (0.0, 0.0, -_Q_WORLD_TO_GRID[2], _Q_WORLD_TO_GRID[3])
 
 _DATUM_EPSG = {
@@ -159,104 +162,3 @@ def latlon_to_utm(latitude: float, longitude: float, *, datum: str = 'nad83_2011
     easting, northing = _to_geographic(datum, zone).transform(
         longitude, latitude, direction=pyproj.enums.TransformDirection.INVERSE)
     return easting, northing
-
-
-# Quaternions (x, y, z, w) and rotations, in plain floats: these run per INS sample.
-
-def quaternion_multiply(a: Sequence[float],
-                        b: Sequence[float]) -> tuple[float, float, float, float]:
-    """Return the Hamilton product a * b (apply b, then a)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz)
-
-
-def quaternion_from_yaw(yaw_rad: float) -> tuple[float, float, float, float]:
-    """Return the quaternion of a rotation about z."""
-    return (0.0, 0.0, math.sin(yaw_rad / 2.0), math.cos(yaw_rad / 2.0))
-
-
-def quaternion_yaw(q: Sequence[float]) -> float:
-    """Return the yaw (rotation about z, from x towards y) of a quaternion, in radians."""
-    x, y, z, w = q
-    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
-
-
-def quaternion_to_matrix(q: Sequence[float]) -> np.ndarray:
-    """Return the 3 x 3 rotation matrix of a quaternion (normalised first)."""
-    x, y, z, w = (float(v) for v in q)
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    if n == 0.0:
-        raise ValueError('zero quaternion')
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def matrix_to_quaternion(m: np.ndarray) -> tuple[float, float, float, float]:
-    """Return the unit quaternion (w >= 0) of a 3 x 3 rotation matrix."""
-    m = np.asarray(m, dtype=np.float64)
-    trace = m[0, 0] + m[1, 1] + m[2, 2]
-    if trace > 0.0:
-        s = 2.0 * math.sqrt(trace + 1.0)
-        q = ((m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s,
-             0.25 * s)
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2])
-        q = (0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s,
-             (m[2, 1] - m[1, 2]) / s)
-    elif m[1, 1] > m[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2])
-        q = ((m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s,
-             (m[0, 2] - m[2, 0]) / s)
-    else:
-        s = 2.0 * math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1])
-        q = ((m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s,
-             (m[1, 0] - m[0, 1]) / s)
-    sign = -1.0 if q[3] < 0.0 else 1.0
-    return tuple(float(sign * v) for v in q)
-
-
-def rpy_to_matrix(rpy_deg: Sequence[float]) -> np.ndarray:
-    """Return R = Rz(yaw) Ry(pitch) Rx(roll) of roll, pitch, yaw in degrees (fixed axes)."""
-    roll, pitch, yaw = (math.radians(float(v)) for v in rpy_deg)
-    cr, sr = math.cos(roll), math.sin(roll)
-    cp, sp = math.cos(pitch), math.sin(pitch)
-    cy, sy = math.cos(yaw), math.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr]])
-
-
-def rpy_to_matrices(roll: np.ndarray, pitch: np.ndarray, yaw: np.ndarray) -> np.ndarray:
-    """Return R = Rz(yaw) Ry(pitch) Rx(roll) of arrays of radians: shape (n, 3, 3)."""
-    cr, sr = np.cos(roll), np.sin(roll)
-    cp, sp = np.cos(pitch), np.sin(pitch)
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    cy_sp, sy_sp = cy * sp, sy * sp
-    out = np.empty(np.shape(roll) + (3, 3))
-    out[..., 0, 0] = cy * cp
-    out[..., 0, 1] = cy_sp * sr - sy * cr
-    out[..., 0, 2] = cy_sp * cr + sy * sr
-    out[..., 1, 0] = sy * cp
-    out[..., 1, 1] = sy_sp * sr + cy * cr
-    out[..., 1, 2] = sy_sp * cr - cy * sr
-    out[..., 2, 0] = -sp
-    out[..., 2, 1] = cp * sr
-    out[..., 2, 2] = cp * cr
-    return out
-
-
-def matrix_to_rpy(m: np.ndarray) -> tuple[float, float, float]:
-    """Return roll, pitch, yaw in degrees with R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    m = np.asarray(m, dtype=np.float64)
-    pitch = math.asin(max(-1.0, min(1.0, -m[2, 0])))
-    roll = math.atan2(m[2, 1], m[2, 2])
-    yaw = math.atan2(m[1, 0], m[0, 0])
-    return math.degrees(roll), math.degrees(pitch), math.degrees(yaw)

@@ -72,6 +72,10 @@ from acres_bridge.emulator.sensors.props import Prop as SeenProp
 from acres_bridge.emulator.sensors.props import vehicle_prop
 from acres_bridge.emulator.sensors.view import render_view_png
 from acres_bridge.emulator.terrain import Terrain
+from acres_bridge.geometry import quaternion_yaw
+from acres_bridge.geometry import rpy_deg_to_matrix
+from acres_bridge.geometry import rpy_to_matrices
+from acres_bridge.geometry import rpy_to_quaternion
 from acres_bridge.protocol.frames import CAMERA_ENCODING_CODES
 from acres_bridge.protocol.frames import encode_clock_payload
 from acres_bridge.protocol.frames import encode_ins_payload
@@ -214,7 +218,7 @@ class Agent:
 
     def orientation(self) -> list[float]:
         """Return the quaternion body -> world of the vehicle on the ground."""
-        return _quaternion_from_rpy(self.roll, self.pitch, self.yaw)
+        return list(rpy_to_quaternion(self.roll, self.pitch, self.yaw))
 
     def twist(self) -> dict[str, list[float]]:
         """Return the world-frame twist."""
@@ -254,7 +258,7 @@ class Prop:
     def scene_prop(self) -> SeenProp:
         """Return the prop for the sensor models."""
         return SeenProp(self.name, self.uri, np.array([self.x, self.y, self.z]),
-                        geodesy.quaternion_yaw(self.orientation))
+                        quaternion_yaw(self.orientation))
 
 
 class World:
@@ -505,7 +509,7 @@ class World:
 
     def _lidar_payload(self, agent: Agent, layout: dict[str, Any], pose: Pose) -> bytes:
         lidar = layout['lidar']
-        rotation = pose.rotation @ geodesy.rpy_to_matrix(lidar['rpy_deg'])
+        rotation = pose.rotation @ rpy_deg_to_matrix(lidar['rpy_deg'])
         origin = pose.position + pose.rotation @ np.asarray(lidar['position_flu_m'], float)
         if self._render_now(agent, _SENSOR_LIDAR) or agent.last_scan is None:
             columns, rings = int(lidar['columns']), int(lidar['rings'])
@@ -542,7 +546,7 @@ class World:
                                 for k in range(1, 6))
         yaw = np.interp(times, history[:, 0], np.unwrap(history[:, 6]))
         return ColumnPoses(np.stack([x, y, z], axis=1),
-                           geodesy.rpy_to_matrices(roll, pitch, yaw))
+                           rpy_to_matrices(roll, pitch, yaw))
 
     def _seen_by(self, agent: Agent) -> list[SeenProp]:
         """Return what the sensors of an agent see: the props and the other agents."""
@@ -622,7 +626,7 @@ class World:
         position, orientation = self.to_world(position, orientation, frame)
         agent = self.agent(name)
         if agent is not None:
-            agent.pending = (position[0], position[1], geodesy.quaternion_yaw(orientation),
+            agent.pending = (position[0], position[1], quaternion_yaw(orientation),
                              min(speed_mps, MAX_TELEPORT_SPEED_MPS))
             return
         prop = self.props[name]
@@ -865,7 +869,7 @@ def _spawn_poses() -> list[tuple[float, float, float]]:
         if 'spawn' in place.get('tags', ()):
             pose = place['pose']
             poses.append((pose['position'][0], pose['position'][1],
-                          geodesy.quaternion_yaw(pose.get('orientation', (0, 0, 0, 1)))))
+                          quaternion_yaw(pose.get('orientation', (0, 0, 0, 1)))))
     return poses or [(0.0, 0.0, 0.0)]
 
 
@@ -875,12 +879,3 @@ def _mix64(value: int) -> int:
     value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
     return value ^ (value >> 31)
-
-
-def _quaternion_from_rpy(roll: float, pitch: float, yaw: float) -> list[float]:
-    """Return [x, y, z, w] of R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
-    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
-    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
-    return [sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy, cr * cp * cy + sr * sp * sy]

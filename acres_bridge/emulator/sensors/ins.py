@@ -22,9 +22,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator.geodesy import quaternion_multiply
-from acres_bridge.emulator.geodesy import quaternion_to_matrix
 from acres_bridge.emulator.sensors.poses import Pose
+from acres_bridge.geometry import quaternion_multiply
+from acres_bridge.geometry import quaternion_to_matrix
 from acres_bridge.protocol.frames import InsField
 
 _INS_ERROR_SIGMA = np.array([

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from acres_bridge.emulator import geodesy
-from acres_bridge.emulator.geodesy import quaternion_to_matrix
-from acres_bridge.emulator.geodesy import rpy_to_matrix
 from acres_bridge.emulator.sensors.poses import Pose
+from acres_bridge.geometry import matrix_to_rpy_deg
+from acres_bridge.geometry import quaternion_to_matrix
+from acres_bridge.geometry import rpy_deg_to_matrix
 
 SCHEMA = 'acres-sensor-stream-1'
 MOUNT_CONVENTION = 'FLU mounts from base_footprint; rpy about fixed axes, R = Rz Ry Rx'
@@ -146,8 +146,8 @@ def shifted_layout(layout: dict[str, Any], shift: dict[str, Any]) -> dict[str, A
         section['position_flu_m'] = [float(p) + o
                                      for p, o in zip(section['position_flu_m'], offset)]
         if any(rpy):
-            rotation = rpy_to_matrix(rpy) @ rpy_to_matrix(section['rpy_deg'])
-            section['rpy_deg'] = list(geodesy.matrix_to_rpy(rotation))
+            rotation = rpy_deg_to_matrix(rpy) @ rpy_deg_to_matrix(section['rpy_deg'])
+            section['rpy_deg'] = matrix_to_rpy_deg(rotation)
     return shifted
 
 
@@ -165,7 +165,7 @@ def mount(section: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
     A camera's frame is its optical frame (z forward, x right, y down).
     """
-    rotation = rpy_to_matrix(section['rpy_deg'])
+    rotation = rpy_deg_to_matrix(section['rpy_deg'])
     if 'fx' in section:
         rotation = rotation @ _FLU_FROM_OPTICAL
     return rotation, np.asarray(section['position_flu_m'], dtype=np.float64)

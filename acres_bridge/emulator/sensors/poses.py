@@ -23,8 +23,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator.geodesy import quaternion_to_matrix
 from acres_bridge.emulator.terrain import ground_height
+from acres_bridge.geometry import quaternion_from_yaw
+from acres_bridge.geometry import quaternion_to_matrix
+from acres_bridge.geometry import quaternion_yaw
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -53,7 +55,7 @@ class Pose:
     @classmethod
     def from_xyz_yaw(cls, x: float, y: float, z: float, yaw_rad: float) -> Pose:
         """Return a level pose with a yaw counter-clockwise from world east."""
-        return cls(np.array([x, y, z]), np.array(geodesy.quaternion_from_yaw(yaw_rad)))
+        return cls(np.array([x, y, z]), np.array(quaternion_from_yaw(yaw_rad)))
 
     @property
     def rotation(self) -> np.ndarray:
@@ -63,7 +65,7 @@ class Pose:
     @property
     def yaw_rad(self) -> float:
         """Return the yaw counter-clockwise from world east."""
-        return geodesy.quaternion_yaw(self.orientation)
+        return quaternion_yaw(self.orientation)
 
 
 def _place(name: str, description: str, tags: list[str], x: float, y: float,
@@ -72,7 +74,7 @@ def _place(name: str, description: str, tags: list[str], x: float, y: float,
         tags = tags + ['heading']
     yaw = math.pi / 2.0 if yaw_rad is None else yaw_rad
     z = round(float(ground_height(x, y)), 4)
-    orientation = [0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)]
+    orientation = list(quaternion_from_yaw(yaw))
     return {'name': name, 'description': description, 'tags': tags,
             'pose': {'position': [x, y, z], 'orientation': orientation}}
 
