@@ -23,6 +23,8 @@ import numpy as np
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import Hello
 
 DATA = pathlib.Path(__file__).parent / 'data'
 
@@ -33,7 +35,7 @@ def polaris_hello_dict() -> dict[str, Any]:
 
 
 def decode(frame_type: int, payload: bytes, *, stamp_s: float = 0.0, sequence: int = 1,
-           hello: frames.Hello | None = None) -> frames.Frame:
+           hello: Hello | None = None) -> frames.Frame:
     """Return the decoded frame of a payload, as the reader would hand it out."""
     header = frames.FrameHeader(frame_type, 0, sequence, len(payload), stamp_s, 0.0)
     return frames.decode_payload(header, memoryview(bytearray(payload)), hello)
@@ -41,7 +43,7 @@ def decode(frame_type: int, payload: bytes, *, stamp_s: float = 0.0, sequence: i
 
 def hello_frame(hello: dict[str, Any] | None = None, *, stamp_s: float = 0.0) -> frames.HelloFrame:
     """Return a Hello frame (default: the Polaris of the seed)."""
-    payload = frames.encode_hello_payload(hello or polaris_hello_dict())
+    payload = encode_hello_payload(hello or polaris_hello_dict())
     return decode(FrameType.HELLO, payload, stamp_s=stamp_s)
 
 

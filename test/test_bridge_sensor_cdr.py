@@ -49,6 +49,9 @@ from acres_bridge.conversions.pool import MessagePool
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import parse_hello
+from acres_bridge.protocol.limits import SUB_HEADER
 
 pytestmark = pytest.mark.ros
 
@@ -126,16 +129,16 @@ def test_only_the_good_frames_are_published_and_they_go_straight_into_the_messag
         spinning.add(recorder.node)
         wait_matched(node.bridge.publishers[topic] for topic in topics)
         hello_dict = _hello()
-        hello = frames.parse_hello(frames.encode_hello_payload(hello_dict))
+        hello = parse_hello(encode_hello_payload(hello_dict))
         good_points = [lidar_points(COLUMNS, RINGS, seed=seed) for seed in range(4)]
         good_pixels = [_pixels(seed) for seed in range(4)]
         stamps = [1.0, 2.0, 3.0, 4.0]
         lidar_size = frames.lidar_payload_size(COLUMNS, RINGS)
         bad_step = bytearray(frames.encode_lidar_payload(lidar_points(COLUMNS, RINGS, seed=9)))
-        frames.SUB_HEADER.pack_into(bad_step, 0, COLUMNS, RINGS, 20, 0)
+        SUB_HEADER.pack_into(bad_step, 0, COLUMNS, RINGS, 20, 0)
         short = frames.encode_lidar_payload(lidar_points(COLUMNS - 1, RINGS, seed=8))
         bad_camera = bytearray(frames.encode_camera_payload(_pixels(9)))
-        frames.SUB_HEADER.pack_into(bad_camera, 0, WIDTH, HEIGHT, 9, WIDTH * 3)
+        SUB_HEADER.pack_into(bad_camera, 0, WIDTH, HEIGHT, 9, WIDTH * 3)
         truncated = stream.frame(FrameType.LIDAR, frames.encode_lidar_payload(
             lidar_points(COLUMNS, RINGS, seed=7)), 3.5)
 
@@ -148,7 +151,7 @@ def test_only_the_good_frames_are_published_and_they_go_straight_into_the_messag
 
         first = stream.accept()
         first.sendall(b''.join((
-            stream.frame(FrameType.HELLO, frames.encode_hello_payload(hello_dict), 0.0),
+            stream.frame(FrameType.HELLO, encode_hello_payload(hello_dict), 0.0),
             good(0), good(1),
             stream.frame(FrameType.LIDAR, bytes(bad_step), 2.5),
             stream.frame(FrameType.LIDAR, short, 2.6),
@@ -159,7 +162,7 @@ def test_only_the_good_frames_are_published_and_they_go_straight_into_the_messag
         first.close()
         second = stream.accept()
         second.sendall(b''.join((
-            stream.frame(FrameType.HELLO, frames.encode_hello_payload(hello_dict), 0.0),
+            stream.frame(FrameType.HELLO, encode_hello_payload(hello_dict), 0.0),
             good(3))))
         recorder.wait_counts({'lidar/points': 4, 'camera/image_raw': 4,
                               'camera/camera_info': 4})

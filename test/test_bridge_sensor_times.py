@@ -43,13 +43,13 @@ from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.conversions.lidar import column_times_s
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import encode_frame
-from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import encode_lidar_payload
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import InsField
 from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.protocol.hello import encode_hello_payload
 
 pytestmark = pytest.mark.ros
 F = InsField

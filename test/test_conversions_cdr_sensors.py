@@ -50,6 +50,10 @@ from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.emulator.sensors.layouts import VEHICLES
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.hello import parse_hello
+from acres_bridge.protocol.limits import SUB_HEADER
 
 FRAME_IDS = ['', 'a', 'ab', 'abc', 'abcd', 'lidar', 'polaris', 'maxxum/camera_optical_frame']
 FIELDS = ['xyzi', 'xyzirt']
@@ -57,8 +61,8 @@ TIMES = [PointTimes(), PointTimes(0.1, 'cw', 'end'), PointTimes(0.1, 'ccw', 'end
          PointTimes(0.05, 'ccw', 'start'), PointTimes(0.1, 'cw', 'start')]
 
 
-def _hello(vehicle: str) -> frames.Hello:
-    return frames.parse_hello(frames.encode_hello_payload(hello_layout(vehicle, vehicle)))
+def _hello(vehicle: str) -> Hello:
+    return parse_hello(encode_hello_payload(hello_layout(vehicle, vehicle)))
 
 
 def _pixels(width: int, height: int, seed: int = 3) -> np.ndarray:
@@ -89,7 +93,7 @@ def _published(message: PooledMessage) -> bytes:
 
 
 def _received(buffer, frame_type: int, payload: bytes, *, stamp_s: float,
-              hello: frames.Hello | None = None):
+              hello: Hello | None = None):
     """Receive a payload the way the reader does with a target, and decode it there."""
     header = frames.FrameHeader(frame_type, 0, 5, len(payload), stamp_s, 0.0)
     if isinstance(buffer, MessagePool):
@@ -207,7 +211,7 @@ def test_an_image_with_padded_rows_keeps_its_row_step():
     pixels = _pixels(4, 3)
     rows = np.zeros((3, 16), dtype=np.uint8)
     rows[:, :12] = pixels.reshape(3, 12)
-    payload = frames.SUB_HEADER.pack(4, 3, 1, 16) + rows.tobytes()
+    payload = SUB_HEADER.pack(4, 3, 1, 16) + rows.tobytes()
     header = frames.FrameHeader(FrameType.CAMERA, 0, 1, len(payload), 1.0, 0.0)
     frame = frames.decode_payload(header, memoryview(bytearray(payload)), None)
     assert frame.row_step == 16
@@ -218,11 +222,11 @@ def test_an_image_with_padded_rows_keeps_its_row_step():
 # --- the pool --------------------------------------------------------------------------------
 
 def _small_hello(*, columns: int = 10, rings: int = 4, width: int = 6,
-                 height: int = 4) -> frames.Hello:
+                 height: int = 4) -> Hello:
     layout = hello_layout('polaris', 'polaris')
     layout['lidar'].update(columns=columns, rings=rings)
     layout['camera'].update(width=width, height=height)
-    return frames.parse_hello(frames.encode_hello_payload(layout))
+    return parse_hello(encode_hello_payload(layout))
 
 
 def _header(frame_type: int, payload_size: int) -> frames.FrameHeader:

@@ -24,7 +24,7 @@ from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.conversions.lidar import column_times_s
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.lidar import PointTimes
-from acres_bridge.protocol.frames import LidarLayout
+from acres_bridge.protocol.hello import LidarLayout
 
 COLUMNS = 1800
 SWEEP_S = 0.1

@@ -32,8 +32,8 @@ from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.geometry import quaternion_to_matrix
 from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.geometry import rpy_deg_to_quaternion
-from acres_bridge.protocol.frames import encode_hello_payload
-from acres_bridge.protocol.frames import parse_hello
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import parse_hello
 
 
 def _tree(transforms) -> dict[str, tuple]:

@@ -62,7 +62,7 @@ from acres_bridge.demo.viewer import Display
 from acres_bridge.demo.viewer import format_table
 from acres_bridge.demo.viewer import TopicStats
 from acres_bridge.geometry import rpy_deg_to_matrix
-from acres_bridge.protocol.frames import parse_hello
+from acres_bridge.protocol.hello import parse_hello
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = parse_hello((ROOT / 'test' / 'data' / 'hello_polaris.json').read_bytes())

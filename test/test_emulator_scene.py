@@ -48,9 +48,9 @@ from acres_bridge.emulator.sensors.view import render_view_png
 from acres_bridge.emulator.terrain import Terrain
 from acres_bridge.geometry import quaternion_yaw
 from acres_bridge.geometry import rpy_deg_to_matrix
-from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import InsField
-from acres_bridge.protocol.frames import parse_hello
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import parse_hello
 
 DATA = pathlib.Path(__file__).parent / 'data'
 GARAGE = (-38.7097, -140.5131)

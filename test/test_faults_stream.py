@@ -37,6 +37,9 @@ from acres_bridge.emulator.faults import UNKNOWN_FRAME_TYPE
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.limits import LIDAR_POINT_STEP
+from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.stream import FrameReader
 from acres_bridge.protocol.stream import SensorStreamClient
 
@@ -63,7 +66,7 @@ class Watcher:
             size = 0
             if isinstance(frame, frames.LidarFrame):
                 size = len(frame.points)
-                if size == frame.columns * frame.rings * frames.LIDAR_POINT_STEP:
+                if size == frame.columns * frame.rings * LIDAR_POINT_STEP:
                     self.valid_lidar.append((self._connection, frame.header.sequence))
             self.frames.append((self._connection, kind, frame.header.sequence, size))
             self._changed.notify_all()
@@ -154,7 +157,7 @@ def test_frame_cut_mid_payload_reconnects_and_data_flows_again(rig):
     assert stats['disconnects'] == 1
 
 
-@pytest.mark.parametrize('claimed', [0xFFFFFFFF, 3 << 30, frames.MAX_SENSOR_PAYLOAD + 1])
+@pytest.mark.parametrize('claimed', [0xFFFFFFFF, 3 << 30, MAX_SENSOR_PAYLOAD + 1])
 def test_header_claiming_gigabytes_is_refused_and_data_flows_again(rig, claimed):
     _, proxy, client, watcher = rig()
     assert proxy.inject('huge_header', frame_type=FrameType.LIDAR, size=claimed).wait(WAIT_S)
@@ -289,11 +292,11 @@ def _hello_bytes(**changes) -> bytes:
                        .read_text())
     for section, values in changes.items():
         hello[section].update(values)
-    return frames.encode_frame(FrameType.HELLO, frames.encode_hello_payload(hello), sequence=0,
+    return frames.encode_frame(FrameType.HELLO, encode_hello_payload(hello), sequence=0,
                                stamp_s=0.0, publish_s=time.monotonic())
 
 
-@pytest.mark.parametrize('claimed', [0xFFFFFFFF, 1 << 30, frames.MAX_SENSOR_PAYLOAD + 1])
+@pytest.mark.parametrize('claimed', [0xFFFFFFFF, 1 << 30, MAX_SENSOR_PAYLOAD + 1])
 def test_memory_never_follows_a_header_claiming_gigabytes(claimed):
     claim = frames.encode_header(FrameType.LIDAR, sequence=1, payload_size=claimed,
                                  stamp_s=0.0, publish_s=0.0)
@@ -358,5 +361,5 @@ def test_memory_for_a_claim_within_the_layout_is_the_layout():
 def test_memory_for_a_disabled_sensor_follows_the_bytes_present_not_the_claim():
     # The Hello does not size the camera: the claim may be up to MAX_SENSOR_PAYLOAD (64 MiB).
     hello = _hello_bytes(camera={'enabled': False})
-    grown = _memory_for_claim(FrameType.CAMERA, frames.MAX_SENSOR_PAYLOAD, hello)
+    grown = _memory_for_claim(FrameType.CAMERA, MAX_SENSOR_PAYLOAD, hello)
     assert grown < (1 << 20) + (64 << 10)

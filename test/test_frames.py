@@ -29,6 +29,15 @@ from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import InsField
+from acres_bridge.protocol.hello import CameraLayout
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.hello import InsLayout
+from acres_bridge.protocol.hello import LidarLayout
+from acres_bridge.protocol.hello import parse_hello
+from acres_bridge.protocol.hello import SCHEMA
+from acres_bridge.protocol.limits import MAX_HELLO_PAYLOAD
+from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
 
 DATA = pathlib.Path(__file__).parent / 'data'
 
@@ -45,7 +54,7 @@ def small_hello_dict(*, columns: int = 6, rings: int = 4, width: int = 5,
     return hello
 
 
-def decode(frame_bytes: bytes, hello: frames.Hello | None = None) -> frames.Frame:
+def decode(frame_bytes: bytes, hello: Hello | None = None) -> frames.Frame:
     header = frames.decode_header(frame_bytes)
     return frames.decode_payload(header, memoryview(frame_bytes)[frames.HEADER_SIZE:], hello)
 
@@ -99,20 +108,20 @@ def test_ins_fields_are_the_40_indices_of_the_seed():
 
 
 def test_polaris_hello_parses_every_key():
-    hello = frames.parse_hello(json.dumps(polaris_hello_dict()).encode())
-    assert (hello.schema, hello.agent, hello.vehicle) == (frames.SCHEMA, 'polaris', 'polaris')
+    hello = parse_hello(json.dumps(polaris_hello_dict()).encode())
+    assert (hello.schema, hello.agent, hello.vehicle) == (SCHEMA, 'polaris', 'polaris')
     assert hello.georeferenced is True
     assert hello.mount_convention.startswith('FLU')
     assert hello.body_origin_flu_m == (1.14808, 0.0, 0.65536)
-    assert hello.lidar == frames.LidarLayout(
+    assert hello.lidar == LidarLayout(
         enabled=True, frame_id='lidar', hz=10.0, columns=1800, rings=32, range_m=161.3,
         azimuth_order='cw', position_flu_m=(2.5, 0.0, 2.039), rpy_deg=(-1.518, 5.317, 0.0))
-    assert hello.camera == frames.CameraLayout(
+    assert hello.camera == CameraLayout(
         enabled=True, hz=10.0, width=896, height=512, fx=599.526, fy=592.378, cx=440.130,
         cy=270.805, distortion_model='plumb_bob',
         d=(-0.55389, 0.40842, -0.0099785, 0.0044239, -0.16673), encoding='bgr8',
         position_flu_m=(2.745, 0.606, 1.887), rpy_deg=(-3.49, 16.52, -2.63))
-    assert hello.ins == frames.InsLayout(
+    assert hello.ins == InsLayout(
         enabled=True, hz=100.0, position_flu_m=(0.0, 0.0, 0.0), utm_zone=16,
         datum='nad83_2011', imu_position_flu_m=(0.95, -0.45, 0.7),
         gnss_antenna_flu_m=(1.1, 0.0, 2.15))
@@ -120,7 +129,7 @@ def test_polaris_hello_parses_every_key():
 
 
 def test_hello_without_sections_has_disabled_sensors():
-    hello = frames.parse_hello(b'{"schema": "acres-sensor-stream-1", "agent": "a"}')
+    hello = parse_hello(b'{"schema": "acres-sensor-stream-1", "agent": "a"}')
     assert hello.agent == 'a'
     assert hello.vehicle == ''
     assert not hello.lidar.enabled and not hello.camera.enabled and not hello.ins.enabled
@@ -130,9 +139,9 @@ def test_hello_without_sections_has_disabled_sensors():
 def test_core_hello_with_the_camera_disabled_needs_no_camera_size():
     data = polaris_hello_dict()
     data['camera'] = {'enabled': False}
-    hello = frames.parse_hello(json.dumps(data).encode())
+    hello = parse_hello(json.dumps(data).encode())
     assert not hello.camera.enabled
-    assert frames.max_payload_size(FrameType.CAMERA, hello) == frames.MAX_SENSOR_PAYLOAD
+    assert frames.max_payload_size(FrameType.CAMERA, hello) == MAX_SENSOR_PAYLOAD
 
 
 @pytest.mark.parametrize('payload, message', [
@@ -158,29 +167,29 @@ def test_core_hello_with_the_camera_disabled_needs_no_camera_size():
 ])
 def test_malformed_hello_is_a_frame_error_naming_the_key(payload, message):
     with pytest.raises(FrameError, match=message):
-        frames.parse_hello(payload)
+        parse_hello(payload)
 
 
 def test_integral_floats_are_accepted_as_integers():
-    hello = frames.parse_hello(b'{"lidar": {"enabled": true, "columns": 180.0, "rings": 8}}')
+    hello = parse_hello(b'{"lidar": {"enabled": true, "columns": 180.0, "rings": 8}}')
     assert hello.lidar.columns == 180 and isinstance(hello.lidar.columns, int)
 
 
 def test_max_payload_size_follows_the_type_and_the_hello():
-    hello = frames.parse_hello(json.dumps(polaris_hello_dict()).encode())
+    hello = parse_hello(json.dumps(polaris_hello_dict()).encode())
     assert frames.max_payload_size(FrameType.CLOCK, hello) == 8
     assert frames.max_payload_size(FrameType.INS, None) == 320
     assert frames.max_payload_size(FrameType.BARRIER, None) == 8
-    assert frames.max_payload_size(FrameType.HELLO, None) == frames.MAX_HELLO_PAYLOAD
+    assert frames.max_payload_size(FrameType.HELLO, None) == MAX_HELLO_PAYLOAD
     assert frames.max_payload_size(FrameType.LIDAR, hello) == 921616
     assert frames.max_payload_size(FrameType.CAMERA, hello) == 1376272
-    assert frames.max_payload_size(FrameType.LIDAR, None) == frames.MAX_SENSOR_PAYLOAD
-    assert frames.max_payload_size(99, hello) == frames.MAX_SENSOR_PAYLOAD
+    assert frames.max_payload_size(FrameType.LIDAR, None) == MAX_SENSOR_PAYLOAD
+    assert frames.max_payload_size(99, hello) == MAX_SENSOR_PAYLOAD
 
 
 def test_hello_frame_round_trips():
     data = polaris_hello_dict()
-    decoded = decode(frame(FrameType.HELLO, frames.encode_hello_payload(data), stamp_s=0.0))
+    decoded = decode(frame(FrameType.HELLO, encode_hello_payload(data), stamp_s=0.0))
     assert isinstance(decoded, frames.HelloFrame)
     assert decoded.header.frame_type == FrameType.HELLO
     assert decoded.hello.raw == data
@@ -223,7 +232,7 @@ def test_lidar_frame_round_trips_byte_for_byte():
     points = lidar_points()
     payload = frames.encode_lidar_payload(points)
     assert payload[:16] == struct.pack('<4I', 6, 4, 16, 0)
-    hello = frames.parse_hello(json.dumps(small_hello_dict()).encode())
+    hello = parse_hello(json.dumps(small_hello_dict()).encode())
     decoded = decode(frame(FrameType.LIDAR, payload), hello)
     assert isinstance(decoded, frames.LidarFrame)
     assert (decoded.columns, decoded.rings, decoded.point_step) == (6, 4, 16)
@@ -242,7 +251,7 @@ def test_lidar_points_are_a_view_of_the_payload_not_a_copy():
 
 
 def test_lidar_frame_that_differs_from_the_hello_layout_is_a_frame_error():
-    hello = frames.parse_hello(json.dumps(small_hello_dict(columns=6, rings=4)).encode())
+    hello = parse_hello(json.dumps(small_hello_dict(columns=6, rings=4)).encode())
     payload = frames.encode_lidar_payload(lidar_points(columns=4, rings=6))
     with pytest.raises(FrameError, match='the Hello says 6 x 4'):
         decode(frame(FrameType.LIDAR, payload), hello)
@@ -268,7 +277,7 @@ def test_sensor_frame_without_a_sub_header_is_a_frame_error(kind):
 
 
 def test_lidar_frame_above_the_hello_size_is_a_frame_error():
-    hello = frames.parse_hello(json.dumps(small_hello_dict()).encode())
+    hello = parse_hello(json.dumps(small_hello_dict()).encode())
     payload = frames.encode_lidar_payload(lidar_points(columns=7))
     with pytest.raises(FrameError, match='exceeds the limit of 400'):
         decode(frame(FrameType.LIDAR, payload), hello)
@@ -282,7 +291,7 @@ def test_camera_frame_round_trips_byte_for_byte():
     pixels = camera_pixels()
     payload = frames.encode_camera_payload(pixels)
     assert payload[:16] == struct.pack('<4I', 5, 3, 1, 15)
-    hello = frames.parse_hello(json.dumps(small_hello_dict()).encode())
+    hello = parse_hello(json.dumps(small_hello_dict()).encode())
     decoded = decode(frame(FrameType.CAMERA, payload), hello)
     assert isinstance(decoded, frames.CameraFrame)
     assert (decoded.width, decoded.height, decoded.encoding, decoded.row_step) == (
@@ -309,7 +318,7 @@ def test_bad_camera_sub_header_is_a_frame_error(sub_header, message):
 
 
 def test_camera_frame_that_differs_from_the_hello_size_is_a_frame_error():
-    hello = frames.parse_hello(json.dumps(small_hello_dict(width=3, height=5)).encode())
+    hello = parse_hello(json.dumps(small_hello_dict(width=3, height=5)).encode())
     payload = frames.encode_camera_payload(camera_pixels(width=5, height=3))
     with pytest.raises(FrameError, match='the Hello says 3 x 5'):
         decode(frame(FrameType.CAMERA, payload), hello)
@@ -348,7 +357,7 @@ def test_unknown_type_is_a_frame_error():
 @settings(max_examples=300, deadline=None)
 @given(kind=st.integers(0, 8), payload=st.binary(max_size=600), with_hello=st.booleans())
 def test_arbitrary_payloads_decode_or_raise_frame_error(kind, payload, with_hello):
-    hello = (frames.parse_hello(json.dumps(small_hello_dict()).encode())
+    hello = (parse_hello(json.dumps(small_hello_dict()).encode())
              if with_hello else None)
     header = frames.FrameHeader(kind, 0, 0, len(payload), 0.0, 0.0)
     try:
@@ -371,7 +380,7 @@ _JSON = st.recursive(
 @given(data=_JSON)
 def test_arbitrary_json_parses_as_hello_or_raises_frame_error(data):
     try:
-        hello = frames.parse_hello(json.dumps(data).encode())
+        hello = parse_hello(json.dumps(data).encode())
     except FrameError:
         return
     assert hello.raw == data

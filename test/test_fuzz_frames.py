@@ -46,6 +46,9 @@ from acres_bridge.protocol import stream
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.limits import LIDAR_POINT_STEP
 from acres_bridge.protocol.stream import FrameReader
 from acres_bridge.protocol.stream import SensorStreamClient
 
@@ -80,9 +83,9 @@ def _frame(kind: int, payload: bytes, sequence: int) -> bytes:
 def _payload(kind: str, seed: int) -> tuple[int, bytes]:
     rng = np.random.default_rng(seed)
     if kind == 'hello':
-        return FrameType.HELLO, frames.encode_hello_payload(_hello())
+        return FrameType.HELLO, encode_hello_payload(_hello())
     if kind == 'hello_core':
-        return FrameType.HELLO, frames.encode_hello_payload(_hello(camera={'enabled': False}))
+        return FrameType.HELLO, encode_hello_payload(_hello(camera={'enabled': False}))
     if kind == 'clock':
         return FrameType.CLOCK, frames.encode_clock_payload(seed / 120)
     if kind == 'ins':
@@ -136,12 +139,12 @@ def mutated(draw) -> bytes:
     return bytes(data)
 
 
-def check_frame(frame: frames.Frame, hello: frames.Hello | None) -> None:
+def check_frame(frame: frames.Frame, hello: Hello | None) -> None:
     """Check that a decoded frame keeps the layout of its type and of the Hello."""
     header = frame.header
     assert header.payload_size <= frames.max_payload_size(header.frame_type, hello)
     if isinstance(frame, frames.LidarFrame):
-        assert frame.point_step == frames.LIDAR_POINT_STEP
+        assert frame.point_step == LIDAR_POINT_STEP
         assert len(frame.points) == frame.columns * frame.rings * frame.point_step
         if hello is not None and hello.lidar.enabled:
             assert (frame.columns, frame.rings) == (hello.lidar.columns, hello.lidar.rings)

@@ -33,6 +33,8 @@ from socket_doubles import ChunkedSocket
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.limits import SUB_HEADER_SIZE
 from acres_bridge.protocol.stream import FrameReader
 from acres_bridge.protocol.stream import SensorStreamClient
 
@@ -44,7 +46,7 @@ WAIT_S = 5.0
 def _hello() -> bytes:
     hello = json.loads((DATA / 'hello_polaris.json').read_text())
     hello['lidar'].update(columns=COLUMNS, rings=RINGS)
-    return frames.encode_hello_payload(hello)
+    return encode_hello_payload(hello)
 
 
 def _points(seed: int) -> np.ndarray:
@@ -82,7 +84,7 @@ def test_the_payload_lands_in_the_target_and_the_frame_points_there():
     first = reader.read_frame()
     assert first.points.obj is target.buffer
     assert bytes(first.points) == _points(1).tobytes()
-    assert target.buffer[4 + frames.SUB_HEADER_SIZE:4 + size] == _points(1).tobytes()
+    assert target.buffer[4 + SUB_HEADER_SIZE:4 + size] == _points(1).tobytes()
     assert isinstance(reader.read_frame(), frames.ClockFrame)
     second = reader.read_frame()
     assert bytes(second.points) == _points(2).tobytes()

@@ -36,6 +36,8 @@ from acres_bridge.protocol import stream
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.sockets import require_loopback
 from acres_bridge.protocol.stream import FrameReader
 from acres_bridge.protocol.stream import SensorStreamClient
@@ -69,7 +71,7 @@ def encode(frame_type: int, payload: bytes, sequence: int = 0, stamp_s: float = 
 def session_bytes(first_sequence: int = 0) -> list[bytes]:
     """Return a Hello and one frame of each other type."""
     payloads = [
-        (FrameType.HELLO, frames.encode_hello_payload(hello_dict())),
+        (FrameType.HELLO, encode_hello_payload(hello_dict())),
         (FrameType.CAMERA, frames.encode_camera_payload(camera_pixels())),
         (FrameType.LIDAR, frames.encode_lidar_payload(lidar_points())),
         (FrameType.CLOCK, frames.encode_clock_payload(0.325)),
@@ -169,7 +171,7 @@ def test_payloads_beyond_the_read_ahead_land_in_one_reused_buffer():
     hello = hello_dict()
     hello['lidar'].update(columns=columns)
     first_points, second_points = lidar_points(0.0, columns), lidar_points(1000.0, columns)
-    data = b''.join((encode(FrameType.HELLO, frames.encode_hello_payload(hello), 0),
+    data = b''.join((encode(FrameType.HELLO, encode_hello_payload(hello), 0),
                      encode(FrameType.LIDAR, frames.encode_lidar_payload(first_points), 1),
                      encode(FrameType.CLOCK, frames.encode_clock_payload(0.5), 2),
                      encode(FrameType.LIDAR, frames.encode_lidar_payload(second_points), 3)))
@@ -204,8 +206,8 @@ def test_header_claiming_4_gb_is_refused_before_any_allocation():
     (FrameType.CLOCK, 9, 8),
     (FrameType.INS, 1 << 20, 320),
     (FrameType.HELLO, 1 << 24, 1 << 20),
-    (FrameType.LIDAR, frames.MAX_SENSOR_PAYLOAD + 1, frames.MAX_SENSOR_PAYLOAD),
-    (9, 1 << 31, frames.MAX_SENSOR_PAYLOAD)])
+    (FrameType.LIDAR, MAX_SENSOR_PAYLOAD + 1, MAX_SENSOR_PAYLOAD),
+    (9, 1 << 31, MAX_SENSOR_PAYLOAD)])
 def test_lengths_beyond_the_limit_of_the_type_are_refused(kind, size, limit):
     data = frames.encode_header(kind, sequence=0, payload_size=size, stamp_s=0.0, publish_s=0.0)
     reader = FrameReader(ChunkedSocket(data + bytes(64)))
@@ -215,7 +217,7 @@ def test_lengths_beyond_the_limit_of_the_type_are_refused(kind, size, limit):
 
 
 def test_max_frame_bytes_caps_every_type():
-    data = encode(FrameType.HELLO, frames.encode_hello_payload(hello_dict()))
+    data = encode(FrameType.HELLO, encode_hello_payload(hello_dict()))
     reader = FrameReader(ChunkedSocket(data), max_frame_bytes=100)
     with pytest.raises(FrameError, match='limit of 100$'):
         reader.read_frame()
@@ -286,7 +288,7 @@ def test_a_second_hello_replaces_the_layout():
     bigger = hello_dict()
     bigger['lidar'].update(columns=COLUMNS * 2)
     big_points = np.zeros((COLUMNS * 2, RINGS, 4), dtype=np.float32)
-    data = (parts[0] + encode(FrameType.HELLO, frames.encode_hello_payload(bigger), 1)
+    data = (parts[0] + encode(FrameType.HELLO, encode_hello_payload(bigger), 1)
             + encode(FrameType.LIDAR, frames.encode_lidar_payload(big_points), 2))
     reader = FrameReader(ChunkedSocket(data))
     reader.read_frame()

@@ -65,17 +65,18 @@ from acres_bridge.emulator.sensors.ins import ins_values  # noqa: E402
 from acres_bridge.emulator.sensors.layouts import hello_layout  # noqa: E402
 from acres_bridge.emulator.sensors.poses import Pose  # noqa: E402
 from acres_bridge.protocol import frames  # noqa: E402
+from acres_bridge.protocol import hello as hello_schema  # noqa: E402
 from acres_bridge.protocol.frames import FrameType  # noqa: E402
 from acres_bridge.protocol.stream import SensorStreamClient  # noqa: E402
 
 
-def decode(frame_type: int, payload: bytes, hello: frames.Hello | None,
+def decode(frame_type: int, payload: bytes, hello: hello_schema.Hello | None,
            stamp_s: float = 12.5) -> frames.Frame:
     header = frames.FrameHeader(frame_type, 0, 7, len(payload), stamp_s, 0.0)
     return frames.decode_payload(header, memoryview(bytearray(payload)), hello)
 
 
-def received_in(buffer: Any, frame: frames.Frame, hello: frames.Hello) -> frames.Frame:
+def received_in(buffer: Any, frame: frames.Frame, hello: hello_schema.Hello) -> frames.Frame:
     """Return a frame as the reader hands it out after receiving it into a message buffer."""
     header = frame.header
     view = buffer.payload_view(header.payload_size)
@@ -90,7 +91,7 @@ def received_in(buffer: Any, frame: frames.Frame, hello: frames.Hello) -> frames
 def polaris_frames() -> dict[str, Any]:
     """Return the Polaris's Hello and one decoded frame of each sensor."""
     layout = hello_layout('polaris', 'polaris')
-    hello = frames.parse_hello(frames.encode_hello_payload(layout))
+    hello = hello_schema.parse_hello(hello_schema.encode_hello_payload(layout))
     rng = np.random.default_rng(1)
     lidar = hello.lidar
     points = rng.uniform(-50, 50, (lidar.columns, lidar.rings, 4)).astype(np.float32)

@@ -34,6 +34,7 @@ import numpy as np
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.stream import SensorStreamClient
 
 HELLO = pathlib.Path(__file__).parent / 'data' / 'hello_polaris.json'
@@ -48,7 +49,7 @@ def _sensor_sender(ports: multiprocessing.Queue, seconds: float, rate_hz: float)
     lidar = frames.encode_lidar_payload(np.zeros((1800, 32, 4), np.float32))
     with conn:
         conn.sendall(frames.encode_frame(frames.FrameType.HELLO,
-                                         frames.encode_hello_payload(hello), sequence=0,
+                                         encode_hello_payload(hello), sequence=0,
                                          stamp_s=0.0, publish_s=time.monotonic()))
         sequence = 1
         start = time.monotonic()

@@ -43,9 +43,9 @@ from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.conversions.clock import stamp_to_sec_nanosec
 from acres_bridge.protocol.frames import CameraFrame
-from acres_bridge.protocol.frames import CameraLayout
-from acres_bridge.protocol.frames import Hello
-from acres_bridge.protocol.frames import SUB_HEADER_SIZE
+from acres_bridge.protocol.hello import CameraLayout
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.limits import SUB_HEADER_SIZE
 
 _IDENTITY_3X3 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
 _KEEP_ARRAY = keep_array_options(Image)

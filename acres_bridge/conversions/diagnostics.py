@@ -49,7 +49,7 @@ from diagnostic_msgs.msg import KeyValue
 from std_msgs.msg import Header
 
 from acres_bridge.protocol.frames import FRAME_NAMES
-from acres_bridge.protocol.frames import Hello
+from acres_bridge.protocol.hello import Hello
 
 FRAME_TYPES = tuple(FRAME_NAMES.values())
 CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'idle_s', 'last_frame',

@@ -70,10 +70,10 @@ from acres_bridge.conversions import cdr
 from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
 from acres_bridge.conversions.clock import stamp_to_sec_nanosec
-from acres_bridge.protocol.frames import LIDAR_POINT_STEP
 from acres_bridge.protocol.frames import LidarFrame
-from acres_bridge.protocol.frames import LidarLayout
-from acres_bridge.protocol.frames import SUB_HEADER_SIZE
+from acres_bridge.protocol.hello import LidarLayout
+from acres_bridge.protocol.limits import LIDAR_POINT_STEP
+from acres_bridge.protocol.limits import SUB_HEADER_SIZE
 
 POINT_FIELD_SETS = ('xyzi', 'xyzirt')
 AZIMUTH_ORDERS = ('cw', 'ccw')

@@ -40,12 +40,12 @@ from acres_bridge.conversions.camera import ImageBuffer
 from acres_bridge.conversions.lidar import CloudBuffer
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud_cdr
 from acres_bridge.conversions.lidar import PointTimes
-from acres_bridge.protocol.frames import CAMERA_BYTES_PER_PIXEL
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import FrameHeader
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.frames import Hello
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.limits import CAMERA_BYTES_PER_PIXEL
 
 WAIT_S = 1.0
 

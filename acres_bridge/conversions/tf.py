@@ -43,7 +43,7 @@ from nav_msgs.msg import Odometry
 from std_msgs.msg import Header
 
 from acres_bridge.geometry import rpy_deg_to_quaternion
-from acres_bridge.protocol.frames import Hello
+from acres_bridge.protocol.hello import Hello
 
 # Camera (FLU) -> optical frame: the optical axes are z = x_flu, x = -y_flu, y = -z_flu.
 OPTICAL_ROTATION_XYZW = (-0.5, 0.5, -0.5, 0.5)

@@ -49,8 +49,8 @@ from typing import Any
 
 from acres_bridge.protocol.frames import encode_barrier_payload
 from acres_bridge.protocol.frames import encode_header
-from acres_bridge.protocol.frames import encode_hello_payload
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.sockets import require_loopback
 
 logger = logging.getLogger(__name__)

@@ -76,13 +76,13 @@ from acres_bridge.geometry import quaternion_yaw
 from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.geometry import rpy_to_matrices
 from acres_bridge.geometry import rpy_to_quaternion
-from acres_bridge.protocol.frames import CAMERA_ENCODING_CODES
 from acres_bridge.protocol.frames import encode_clock_payload
 from acres_bridge.protocol.frames import encode_ins_payload
 from acres_bridge.protocol.frames import encode_lidar_payload
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.frames import LIDAR_POINT_STEP
-from acres_bridge.protocol.frames import SUB_HEADER
+from acres_bridge.protocol.limits import CAMERA_ENCODING_CODES
+from acres_bridge.protocol.limits import LIDAR_POINT_STEP
+from acres_bridge.protocol.limits import SUB_HEADER
 from acres_bridge.protocol.lines import is_number
 
 PHYSICS_HZ = 120

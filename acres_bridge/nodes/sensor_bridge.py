@@ -84,11 +84,11 @@ from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import ClockFrame
 from acres_bridge.protocol.frames import Frame
 from acres_bridge.protocol.frames import frame_name
-from acres_bridge.protocol.frames import Hello
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
-from acres_bridge.protocol.frames import LidarLayout
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.hello import LidarLayout
 from acres_bridge.protocol.sockets import LogThrottle
 from acres_bridge.protocol.stream import SensorStreamClient
 

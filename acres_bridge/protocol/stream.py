@@ -53,10 +53,10 @@ from acres_bridge.protocol.frames import frame_name
 from acres_bridge.protocol.frames import FrameHeader
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HEADER_SIZE
-from acres_bridge.protocol.frames import Hello
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import max_payload_size
-from acres_bridge.protocol.frames import MAX_SENSOR_PAYLOAD
+from acres_bridge.protocol.hello import Hello
+from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.sockets import CONNECT_TIMEOUT_S
 from acres_bridge.protocol.sockets import LogHandler
 from acres_bridge.protocol.sockets import ReconnectingClient
