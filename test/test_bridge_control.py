@@ -596,7 +596,7 @@ def test_farm_state_and_field_query_mirror_their_ops(graph, emulator):
         fields=[48], edge_band_m=3.0))
     _ok(farm.result)
     [field] = farm.fields
-    expected = emulator.world.farm_state([48], 3.0)
+    expected = emulator.world.farm.farm_state([48], 3.0, time_s=emulator.world.time_s)
     assert (field.field, field.name, field.crop) == (48, 'F48', expected['fields'][0]['crop'])
     assert field.crop_area_m2 == expected['fields'][0]['crop_area_m2']
     assert farm.time_s == expected['time_s']
@@ -605,7 +605,7 @@ def test_farm_state_and_field_query_mirror_their_ops(graph, emulator):
         Result.RESULT_NOT_FOUND, 'no field 999')
     point = graph.call(FieldQuery, 'acres/field_query', FieldQuery.Request(x=-38.71, y=-81.67))
     _ok(point.result)
-    expected = emulator.world.field_query(-38.71, -81.67)
+    expected = emulator.world.farm.field_query(-38.71, -81.67)
     assert (point.field, point.surface, point.crop) == (
         expected['field'], expected['surface'], expected['crop'])
     assert point.edge_distance_m == expected['edge_distance_m']

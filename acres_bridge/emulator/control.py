@@ -44,6 +44,7 @@ import threading
 import time
 from typing import Any
 
+from acres_bridge.emulator.agents import PHYSICS_HZ
 from acres_bridge.emulator.ops import FEATURES
 from acres_bridge.emulator.ops import ops_of
 from acres_bridge.emulator.ops import PAUSED
@@ -61,7 +62,6 @@ from acres_bridge.emulator.ops import STOPPED
 from acres_bridge.emulator.streams import listen
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.streams import serve_clients
-from acres_bridge.emulator.world import PHYSICS_HZ
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import require_loopback

@@ -20,10 +20,10 @@ Each ``op_<name>(server, request, connection)`` checks its request, reads or cha
 under its lock and returns the reply's fields (``error`` in them is a warning on a successful
 reply), or raises :class:`Refusal` with the result code, the error text and any reply fields.
 A function returns None when the reply comes later (a step). The state machine is the
-server's (:class:`~acres_bridge.emulator.control.ControlServer`): ops that change the
-simulation state or start a step call its ``change_state`` and ``start_step``, and the episode
-events and the episode log's episode records go through it too. :func:`ops_of` gives the table
-of a mode (ACRES Core has no screenshot).
+server's: an op receives it as an :class:`OpServer`, the little of the control server that ops
+use (its world and streams, the state, ``change_state`` and ``start_step``, the episode events
+and the episode log), so this module does not import the server that imports it.
+:func:`ops_of` gives the table of a mode (ACRES Core has no screenshot).
 """
 
 from collections.abc import Callable
@@ -35,16 +35,14 @@ import tempfile
 import threading
 from typing import Any
 from typing import Protocol
-from typing import TYPE_CHECKING
 
+from acres_bridge.emulator.agents import PHYSICS_HZ
 from acres_bridge.emulator.episode_log import EpisodeLog
 from acres_bridge.emulator.sensors.props import SPAWNABLES
-from acres_bridge.emulator.world import PHYSICS_HZ
+from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.world import World
 from acres_bridge.protocol.lines import is_int
 from acres_bridge.protocol.lines import is_number
-
-if TYPE_CHECKING:
-    from acres_bridge.emulator.control import ControlServer
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +83,39 @@ class Sender(Protocol):
     def send(self, message: dict[str, Any]) -> None: ...
 
 
+class OpServer(Protocol):
+    """What the ops use of the control server: its world and the simulation state machine."""
+
+    world: World
+    streams: list[SensorStreamServer | None]
+    session_dir: str | None
+    state: int
+    stepping: bool
+
+    @property
+    def lockstep(self) -> bool:
+        """Whether the world advances only on step requests."""
+
+    def change_state(self, state: int, connection: Sender) -> None:
+        """Move the state machine to ``state`` and send the event."""
+
+    def start_step(self, request_id: int | None, steps: int, progress: bool,
+                   connection: Sender) -> None:
+        """Start stepping the world; the reply goes out when the steps are done."""
+
+    def reset_world(self, scope: int, restore_fields: bool) -> int:
+        """Start a new episode; return the number of fields restored."""
+
+    def send_episode_event(self, connection: Sender) -> None:
+        """Send the event of a new episode."""
+
+    def log_episode(self) -> None:
+        """Write the episode record to the episode log."""
+
+    def close_log(self) -> None:
+        """Close the episode log."""
+
+
 class Refusal(Exception):
     """A request that fails: its result code, its error text and the reply fields."""
 
@@ -95,7 +126,7 @@ class Refusal(Exception):
         self.fields = fields
 
 
-def op_hello(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_hello(server: OpServer, request: Request, connection: Sender) -> Reply:
     world = server.world
     with world.lock:
         agents = []
@@ -115,12 +146,12 @@ def op_hello(server: 'ControlServer', request: Request, connection: Sender) -> R
     return reply
 
 
-def op_get_state(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_get_state(server: OpServer, request: Request, connection: Sender) -> Reply:
     return {'state': server.state, 'lockstep': server.lockstep, 'step': server.world.step,
             'time_s': server.world.time_s}
 
 
-def op_set_state(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_set_state(server: OpServer, request: Request, connection: Sender) -> Reply:
     state = request.get('state')
     if not is_int(state) or not STOPPED <= state <= QUITTING:
         raise Refusal(RESULT_FAILED, 'state must be 0, 1, 2 or 3', state=server.state)
@@ -128,7 +159,7 @@ def op_set_state(server: 'ControlServer', request: Request, connection: Sender) 
     return {'state': state}
 
 
-def op_step(server: 'ControlServer', request: Request, connection: Sender) -> None:
+def op_step(server: OpServer, request: Request, connection: Sender) -> None:
     steps = request.get('steps', 1)
     progress = request.get('progress', False)
     if not is_int(steps) or steps < 1:
@@ -139,7 +170,7 @@ def op_step(server: 'ControlServer', request: Request, connection: Sender) -> No
     return None
 
 
-def op_reset(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_reset(server: OpServer, request: Request, connection: Sender) -> Reply:
     scope = request.get('scope', SCOPE_ALL)
     if not is_int(scope) or not 0 <= scope <= SCOPE_ALL:
         raise Refusal(RESULT_FAILED, 'scope must be an integer from 0 to 255')
@@ -159,12 +190,12 @@ def op_reset(server: 'ControlServer', request: Request, connection: Sender) -> R
     return reply
 
 
-def op_get_entities(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_get_entities(server: OpServer, request: Request, connection: Sender) -> Reply:
     with server.world.lock:
         return {'entities': server.world.entity_names()}
 
 
-def op_get_entity_state(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_get_entity_state(server: OpServer, request: Request, connection: Sender) -> Reply:
     name = _entity_name(request)
     with server.world.lock:
         state = server.world.entity_state(name)
@@ -173,7 +204,7 @@ def op_get_entity_state(server: 'ControlServer', request: Request, connection: S
         return state
 
 
-def op_set_entity_state(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_set_entity_state(server: OpServer, request: Request, connection: Sender) -> Reply:
     name = _entity_name(request)
     frame = _frame(request)
     position, orientation = _pose(request.get('pose'), required=True)
@@ -189,7 +220,7 @@ def op_set_entity_state(server: 'ControlServer', request: Request, connection: S
     return {}
 
 
-def op_spawn_entity(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_spawn_entity(server: OpServer, request: Request, connection: Sender) -> Reply:
     name = request.get('name', '')
     uri = request.get('uri', '')
     allow_renaming = request.get('allow_renaming', False)
@@ -213,7 +244,7 @@ def op_spawn_entity(server: 'ControlServer', request: Request, connection: Sende
     return {'entity': entity}
 
 
-def op_delete_entity(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_delete_entity(server: OpServer, request: Request, connection: Sender) -> Reply:
     name = _entity_name(request)
     with server.world.lock:
         if server.world.agent(name) is not None:
@@ -226,16 +257,16 @@ def op_delete_entity(server: 'ControlServer', request: Request, connection: Send
     return {}
 
 
-def op_get_spawnables(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_get_spawnables(server: OpServer, request: Request, connection: Sender) -> Reply:
     return {'spawnables': [{'uri': item['uri'], 'description': item['description']}
                            for item in SPAWNABLES]}
 
 
-def op_get_named_poses(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_get_named_poses(server: OpServer, request: Request, connection: Sender) -> Reply:
     return {'poses': server.world.named_poses()}
 
 
-def op_set_conditions(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_set_conditions(server: OpServer, request: Request, connection: Sender) -> Reply:
     with server.world.lock:
         weather = request.get('weather')
         if isinstance(weather, dict) and weather.get('preset') is None:
@@ -255,7 +286,7 @@ def op_set_conditions(server: 'ControlServer', request: Request, connection: Sen
     return reply
 
 
-def op_set_vehicle_shift(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_set_vehicle_shift(server: OpServer, request: Request, connection: Sender) -> Reply:
     shift = request.get('shift', {})
     if not isinstance(shift, dict):
         raise Refusal(RESULT_FAILED, 'shift must be an object')
@@ -277,12 +308,12 @@ def op_set_vehicle_shift(server: 'ControlServer', request: Request, connection: 
     return {}
 
 
-def op_get_vehicle_shifts(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_get_vehicle_shifts(server: OpServer, request: Request, connection: Sender) -> Reply:
     with server.world.lock:
         return {'shifts': [dict(shift) for shift in server.world.shifts.values()]}
 
 
-def op_record(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_record(server: OpServer, request: Request, connection: Sender) -> Reply:
     action = request.get('action')
     path = request.get('path')
     if action not in ('start', 'stop'):
@@ -315,7 +346,7 @@ def op_record(server: 'ControlServer', request: Request, connection: Sender) -> 
         return {'path': path, 'messages': log.messages}
 
 
-def _default_log_path(server: 'ControlServer') -> str:
+def _default_log_path(server: OpServer) -> str:
     if server.session_dir is None:
         server.session_dir = tempfile.mkdtemp(prefix='acres_sim_emulator-')
     if server.world.mode == 'core':
@@ -324,7 +355,7 @@ def _default_log_path(server: 'ControlServer') -> str:
     return os.path.join(server.session_dir, f'episode-{server.world.episode:04d}.mcap')
 
 
-def op_farm_state(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_farm_state(server: OpServer, request: Request, connection: Sender) -> Reply:
     fields = request.get('fields')
     edge_band_m = request.get('edge_band_m', 0.0)
     if fields is not None and not (isinstance(fields, list) and all(
@@ -334,22 +365,23 @@ def op_farm_state(server: 'ControlServer', request: Request, connection: Sender)
         raise Refusal(RESULT_FAILED, 'edge_band_m must be a number, 0 or more')
     with server.world.lock:
         try:
-            return server.world.farm_state(fields, float(edge_band_m))
+            return server.world.farm.farm_state(fields, float(edge_band_m),
+                                                time_s=server.world.time_s)
         except KeyError as exc:
             raise Refusal(RESULT_NOT_FOUND, f'no field {exc.args[0]}') from exc
 
 
-def op_field_query(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_field_query(server: OpServer, request: Request, connection: Sender) -> Reply:
     x = request.get('x', 0.0)
     y = request.get('y', 0.0)
     if not is_number(x) or not is_number(y):
         raise Refusal(RESULT_FAILED, 'x and y must be numbers')
     frame = _frame(request)
     with server.world.lock:
-        return server.world.field_query(float(x), float(y), frame=frame)
+        return server.world.farm.field_query(float(x), float(y), frame=frame)
 
 
-def op_screenshot(server: 'ControlServer', request: Request, connection: Sender) -> Reply:
+def op_screenshot(server: OpServer, request: Request, connection: Sender) -> Reply:
     path = request.get('path')
     if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith('.png'):
         raise Refusal(RESULT_FAILED, 'path must be an absolute path that ends with .png')
@@ -360,7 +392,7 @@ def op_screenshot(server: 'ControlServer', request: Request, connection: Sender)
     return {'path': path}
 
 
-Op = Callable[['ControlServer', Request, Sender], Reply | None]
+Op = Callable[[OpServer, Request, Sender], Reply | None]
 OPS: dict[str, Op] = {
     'hello': op_hello,
     'get_state': op_get_state,
