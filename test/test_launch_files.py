@@ -94,13 +94,20 @@ def _parameters_module() -> types.ModuleType:
     return parameters
 
 
+def _recorder_parameters_module() -> types.ModuleType:
+    from acres_bridge.nodes import recorder_parameters
+    return recorder_parameters
+
+
 def _declared(executable: str) -> set[str]:
-    """Return the parameters parameters.py declares for a node executable."""
-    parameters = _parameters_module()
-    specs = {'sensor_bridge': parameters.SENSOR_BRIDGE_PARAMETERS,
-             'sim_control': parameters.SIM_CONTROL_PARAMETERS,
-             'acres_bridge': parameters.BRIDGE_PARAMETERS,
-             'lidar_recorder': parameters.LIDAR_RECORDER_PARAMETERS}[executable]
+    """Return the parameters that nodes/ declares for a node executable."""
+    if executable == 'lidar_recorder':
+        specs = _recorder_parameters_module().LIDAR_RECORDER_PARAMETERS
+    else:
+        parameters = _parameters_module()
+        specs = {'sensor_bridge': parameters.SENSOR_BRIDGE_PARAMETERS,
+                 'sim_control': parameters.SIM_CONTROL_PARAMETERS,
+                 'acres_bridge': parameters.BRIDGE_PARAMETERS}[executable]
     return {spec.name for spec in specs}
 
 
@@ -593,8 +600,7 @@ def test_session_launch_records_each_agent_under_its_namespace(
     for item in settings:
         assert set(item) - BUILTIN_PARAMETERS <= _declared('lidar_recorder')
         assert (item['set'], item['split'], item['use_sim_time']) == ('field_a', 'val', True)
-        parameters = _parameters_module()
-        parameters.lidar_recorder_parameters_from_values(
+        _recorder_parameters_module().lidar_recorder_parameters_from_values(
             {key: value for key, value in item.items() if key not in BUILTIN_PARAMETERS})
 
 

@@ -56,10 +56,10 @@ from acres_bridge.dataset.format import DatasetError
 from acres_bridge.dataset.format import META
 from acres_bridge.dataset.recorder import default_sequence_name
 from acres_bridge.dataset.recorder import LidarRecorder
-from acres_bridge.nodes.parameters import declare_lidar_recorder_parameters
 from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.process import run_until_shutdown
+from acres_bridge.nodes.recorder_parameters import declare_lidar_recorder_parameters
 
 # At ten times real time 100 clouds arrive per second: a second of them (about 92 MB) may wait
 # while the process is short of CPU. Odometry comes at 1000/s at 10x, and the executor takes one
