@@ -60,6 +60,7 @@ from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.process import run_until_shutdown
 from acres_bridge.nodes.recorder_parameters import declare_lidar_recorder_parameters
+from acres_bridge.protocol.throttle import LOG_INTERVAL_S
 
 # At ten times real time 100 clouds arrive per second: a second of them (about 92 MB) may wait
 # while the process is short of CPU. Odometry comes at 1000/s at 10x, and the executor takes one
@@ -73,7 +74,6 @@ FIX_DEPTH = 100
 POLL_PERIOD_S = 1.0
 DIAGNOSTICS_PERIOD_S = 1.0
 DIAGNOSTICS_DEPTH = 10
-LOG_INTERVAL_S = 5.0
 
 
 def _reliable(depth: int, *, latched: bool = False) -> QoSProfile:

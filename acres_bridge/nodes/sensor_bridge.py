@@ -89,8 +89,10 @@ from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.hello import Hello
 from acres_bridge.protocol.hello import LidarLayout
-from acres_bridge.protocol.sockets import LogThrottle
 from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.throttle import held_text
+from acres_bridge.protocol.throttle import LOG_INTERVAL_S
+from acres_bridge.protocol.throttle import LogThrottle
 
 # Keep-last depths. At ten times real time one agent sends 1200 clock, 1000 INS, 100 LiDAR and
 # 100 camera frames per second. A reliable keep-last writer drops a sample it has to overwrite
@@ -107,7 +109,6 @@ from acres_bridge.protocol.stream import SensorStreamClient
 # missed sample 3 s later, long after any of these histories has dropped it.
 SMALL_DEPTH = 200
 LARGE_DEPTH = 10
-LOG_INTERVAL_S = 5.0
 # Cloud and image buffers per type: one being published while the reader fills the next.
 LARGE_SLOTS = 2
 # How long the reader waits for the sensor-tx thread (a free buffer, room in its queue, or
@@ -323,7 +324,7 @@ class SensorBridge:
             if held is not None:
                 self._logger.warning(
                     f'sensor stream {self.name}: {kind} frame {frame.header.sequence} not '
-                    f'published: {type(exc).__name__}: {exc}' + _held_text(held))
+                    f'published: {type(exc).__name__}: {exc}' + held_text(held))
             return
         self._published[kind] += 1
         # The tap runs after the frame is out; the client counts and logs what it raises.
@@ -382,7 +383,7 @@ class SensorBridge:
         held = self._send_log.ready()
         if held is not None:
             self._logger.warning(f'sensor stream {self.name}: a {kind} message was not '
-                                 f'published: {type(exc).__name__}: {exc}' + _held_text(held))
+                                 f'published: {type(exc).__name__}: {exc}' + held_text(held))
 
     def _point_times(self, lidar: LidarLayout | None) -> PointTimes:
         return PointTimes.of(lidar, sweep_s=self.parameters.lidar_sweep_s,
@@ -408,15 +409,11 @@ class SensorBridge:
                 self._logger.warning(
                     f'sensor stream {self.name}: barrier of step {frame.step} published while '
                     f'{self._outbox.waiting} clouds and images before it were still not out '
-                    f'after {OUTBOX_WAIT_S:g} s' + _held_text(held))
+                    f'after {OUTBOX_WAIT_S:g} s' + held_text(held))
         stamp_s = frame.header.stamp_s
         self._step_barrier.publish(StepBarrier(header=Header(stamp=stamp_to_time(stamp_s)),
                                                step=frame.step))
         self.barriers.published(frame.step, stamp_s)
-
-
-def _held_text(held: int) -> str:
-    return f' ({held} more since the last report)' if held else ''
 
 
 def _sensor_text(hello: Hello) -> list[str]:

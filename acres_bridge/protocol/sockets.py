@@ -18,8 +18,8 @@ Loopback sockets: the address checks and the reconnecting client thread of both 
 The simulator's sockets listen on 127.0.0.1 only, so ``require_loopback`` refuses any host that
 resolves elsewhere. ``ReconnectingClient`` owns one thread that connects, hands the socket to
 its subclass and reconnects every ``reconnect_s`` after any failure; the sensor stream
-(``stream.py``) and the control channel (``control.py``) stand on it. ``LogThrottle`` lets one
-report out per interval and counts the ones it held back.
+(``stream.py``) and the control channel (``control.py``) stand on it. Repeated reports go out
+at most once per interval (:mod:`acres_bridge.protocol.throttle`).
 
 The clients log nothing themselves: each report (connected, disconnected, a bad frame, a
 callback that raised) goes once to the ``log(level, text)`` handler the caller gives, with
@@ -31,14 +31,15 @@ import ipaddress
 import logging
 import socket
 import threading
-import time
 import traceback
 from typing import Any, Callable
 
 from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.throttle import held_text
+from acres_bridge.protocol.throttle import LOG_INTERVAL_S
+from acres_bridge.protocol.throttle import LogThrottle
 
 CONNECT_TIMEOUT_S = 2.0
-LOG_INTERVAL_S = 5.0
 
 LogHandler = Callable[[int, str], None]
 
@@ -265,14 +266,14 @@ class ReconnectingClient:
             self._log(logging.INFO, f'{self._label}: {reason}')
         elif (held := self._disconnect_log.ready()) is not None:
             self._log(logging.WARNING, f'{self._label}: disconnected: {reason}; reconnecting '
-                      f'every {self._reconnect_s:g} s{_held_text(held)}')
+                      f'every {self._reconnect_s:g} s{held_text(held)}')
         self._call('on_connection', self._on_connection, connected, reason)
 
     def _warn(self, text: str, *args: Any) -> None:
         """Log ``text % args`` about the data at most once in 5 s, with the count held back."""
         held = self._problem_log.ready()
         if held is not None:
-            self._log(logging.WARNING, f'{self._label}: {text % args}{_held_text(held)}')
+            self._log(logging.WARNING, f'{self._label}: {text % args}{held_text(held)}')
 
     def _call(self, which: str, callback: Callable[..., Any] | None, *args: Any) -> Any:
         """
@@ -290,7 +291,7 @@ class ReconnectingClient:
                 self._counts['callback_errors'] += 1
             held = self._callback_log.ready()
             if held is not None:
-                self._log(logging.ERROR, f'{self._label}: {which} raised{_held_text(held)}\n'
+                self._log(logging.ERROR, f'{self._label}: {which} raised{held_text(held)}\n'
                           f'{traceback.format_exc().rstrip()}')
 
 
@@ -302,28 +303,3 @@ def python_log(name: str) -> LogHandler:
         logger.log(level, '%s', text)
 
     return log
-
-
-def _held_text(held: int) -> str:
-    return f' ({held} more since the last report)' if held else ''
-
-
-class LogThrottle:
-    """Let one report through per interval and count the ones held back."""
-
-    def __init__(self, interval_s: float) -> None:
-        self._interval_s = interval_s
-        self._next = 0.0
-        self._held = 0
-        self._lock = threading.Lock()
-
-    def ready(self) -> int | None:
-        """Return the reports held back since the last one when one may go out, else None."""
-        now = time.monotonic()
-        with self._lock:
-            if now < self._next:
-                self._held += 1
-                return None
-            held, self._held = self._held, 0
-            self._next = now + self._interval_s
-            return held

@@ -1,0 +1,52 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Reports at most once per interval: ``LogThrottle`` and the text of the reports it held back.
+
+A repeated report (a bad frame, a lost connection, a publish that failed) goes out once per
+``LOG_INTERVAL_S``; the next one that goes out says how many were held back since, with
+:func:`held_text`. Used by the protocol clients and by the nodes for their own reports.
+"""
+
+import threading
+import time
+
+LOG_INTERVAL_S = 5.0
+
+
+def held_text(held: int) -> str:
+    """Return the note of the reports held back, to end a report with; empty for none."""
+    return f' ({held} more since the last report)' if held else ''
+
+
+class LogThrottle:
+    """Let one report through per interval and count the ones held back."""
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval_s = interval_s
+        self._next = 0.0
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def ready(self) -> int | None:
+        """Return the reports held back since the last one when one may go out, else None."""
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next:
+                self._held += 1
+                return None
+            held, self._held = self._held, 0
+            self._next = now + self._interval_s
+            return held
