@@ -43,6 +43,7 @@ setup(
             'sim_control = acres_bridge.nodes.sim_control:main',
             'acres_bridge = acres_bridge.nodes.bridge:main',
             'acres_sim_emulator = acres_bridge.emulator.server:main',
+            'acres_fault_proxy = acres_bridge.emulator.fault_tool:main',
             'lidar_recorder = acres_bridge.nodes.lidar_recorder:main',
         ],
     },

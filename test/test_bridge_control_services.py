@@ -46,9 +46,9 @@ from simulation_interfaces.srv import GetEntityInfo
 from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import SpawnEntities
 from simulation_interfaces.srv import SpawnEntity
+from support.ports import free_port
 
 from acres_bridge.conversions.simulation import detect_shape
-from acres_bridge.emulator.faults import free_port
 
 pytestmark = pytest.mark.ros
 

@@ -41,10 +41,10 @@ from sensor_bridge_graph import GLOBAL_TOPICS
 from sensor_bridge_graph import Recorder
 from sensor_bridge_graph import wait_matched
 from sensor_msgs.msg import PointField
+from support.ports import free_port
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
-from acres_bridge.emulator.faults import free_port
 from acres_bridge.geometry import rpy_deg_to_quaternion
 from acres_bridge.nodes.sensor_bridge import LARGE_DEPTH
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode

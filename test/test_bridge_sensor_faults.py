@@ -36,9 +36,9 @@ from sensor_bridge_graph import GLOBAL_TOPICS
 from sensor_bridge_graph import Recorder
 from sensor_bridge_graph import wait_matched
 from sensor_bridge_graph import wait_until
+from support.ports import free_port
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.emulator.faults import free_port
 from acres_bridge.nodes import sensor_bridge
 from acres_bridge.nodes.parameters import ParameterError
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode

@@ -27,9 +27,9 @@ import threading
 import time
 
 import pytest
+from support.ports import free_port
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.emulator.faults import free_port
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable

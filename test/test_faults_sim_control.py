@@ -38,9 +38,9 @@ from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
+from support.ports import free_port
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.emulator.faults import free_port
 
 pytestmark = pytest.mark.ros
 

@@ -30,9 +30,9 @@ import tracemalloc
 
 from conftest import wait_until
 import pytest
+from support.ports import free_port
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.emulator.faults import free_port
 from acres_bridge.emulator.faults import UNKNOWN_FRAME_TYPE
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError

@@ -29,8 +29,7 @@ import pytest
 from ros2_tools import require_tooling
 from ros2_tools import ROOT
 from ros2_tools import run
-
-from acres_bridge.emulator.faults import free_ports
+from support.ports import free_ports
 
 pytestmark = pytest.mark.ros
 LAUNCH_TESTS = ROOT / 'test' / 'launch_tests'

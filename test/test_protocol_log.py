@@ -25,8 +25,8 @@ import threading
 import time
 
 from rclpy.parameter import Parameter
+from support.ports import free_port
 
-from acres_bridge.emulator.faults import free_port
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.stream import SensorStreamClient

@@ -37,10 +37,10 @@ from ros2_tools import require_tooling
 from ros2_tools import run
 from ros2_tools import stop_daemon
 from ros2_tools import wait_for_nodes
+from support.ports import free_ports
 import yaml
 
 from acres_bridge.dataset import LidarSet
-from acres_bridge.emulator.faults import free_ports
 
 pytestmark = pytest.mark.ros
 PARAM = ['--no-daemon', '--spin-time', '2', '--timeout', '10']

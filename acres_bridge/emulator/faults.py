@@ -34,9 +34,10 @@ Each fault fires once; ``inject`` returns a ``Fault`` whose ``fired`` event tell
 are shared by all connections of the proxy and taken in order. ``upstream_port`` may be changed
 while the proxy runs (a simulator that restarted on another port): new connections use it.
 
-Nothing here is an emulator of the simulator; it only breaks the bytes the emulator sends, so
-the tests of the bridge see the failures a real network, a crashed game or a future protocol
-version could produce.
+Nothing here is an emulator of the simulator; it only breaks the bytes the simulator (or the
+emulator) sends, so a client sees the failures a real network, a crashed game or a future
+protocol version could produce. The tests drive it in-process; users run it as
+``acres_fault_proxy`` (:mod:`acres_bridge.emulator.fault_tool`) to test their own stack.
 """
 
 from collections.abc import Callable
@@ -510,53 +511,3 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return message if isinstance(message, dict) else None
-
-
-EPHEMERAL_RANGE_FILE = '/proc/sys/net/ipv4/ip_local_port_range'
-
-
-def free_port(host: str = '127.0.0.1') -> int:
-    """Return a port that was free on a loopback address a moment ago (see free_ports)."""
-    return free_ports(1, host)[0]
-
-
-def free_ports(count: int, host: str = '127.0.0.1') -> list[int]:
-    """
-    Return ``count`` distinct ports that were free on a loopback address a moment ago.
-
-    None is of the kernel's ephemeral range: until the caller binds it, such a port can become
-    the local end of any outgoing connection on the machine (two CI runs side by side saw
-    "Address already in use" from a launch given its ports seconds before it bound them); a
-    port outside it is taken only by a process that asks for that very number.
-    """
-    address = require_loopback(host)
-    candidates = list(unassigned_ports())
-    random.shuffle(candidates)
-    held: list[socket.socket] = []
-    try:
-        for port in candidates:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                sock.bind((address, port))
-            except OSError:
-                sock.close()
-                continue
-            held.append(sock)
-            if len(held) == count:
-                return [item.getsockname()[1] for item in held]
-        raise OSError(f'fewer than {count} free ports outside the ephemeral range')
-    finally:
-        for item in held:
-            item.close()
-
-
-def unassigned_ports(range_file: str = EPHEMERAL_RANGE_FILE) -> range:
-    """Return the ports above the ephemeral range, or below it when that is too narrow."""
-    try:
-        with open(range_file, encoding='ascii') as stream:
-            low, high = (int(field) for field in stream.read().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999           # Linux's default
-    if 65535 - high >= 1000:
-        return range(high + 1, 65536)
-    return range(max(1024, low - 8192), low)
