@@ -29,8 +29,8 @@ import json
 import os
 import sys
 
-from conftest import claim_domain_id
 import pytest
+from support.environment import claim_domain_id
 
 pytestmark = pytest.mark.ros
 

@@ -16,8 +16,8 @@
 
 from acres_interfaces.srv import SetConditions
 import pytest
-from sim_control_graph import control_session
 from simulation_interfaces.msg import Result
+from support.sim_control_graph import control_session
 
 pytestmark = pytest.mark.ros
 

@@ -35,10 +35,6 @@ from acres_interfaces.srv import Screenshot
 from acres_interfaces.srv import SetConditions
 from acres_interfaces.srv import SetVehicleShift
 import pytest
-from sim_control_graph import ControlGraph
-from sim_control_graph import Requests
-from sim_control_graph import wait_for
-from sim_control_graph import wait_future
 from simulation_interfaces.msg import EntityCategory
 from simulation_interfaces.msg import Result
 from simulation_interfaces.msg import SimulationState
@@ -55,6 +51,11 @@ from simulation_interfaces.srv import SetEntityState
 from simulation_interfaces.srv import SetSimulationState
 from simulation_interfaces.srv import SpawnEntity
 from simulation_interfaces.srv import StepSimulation
+from support.sim_control_graph import ControlGraph
+from support.sim_control_graph import graph_fixtures
+from support.sim_control_graph import Requests
+from support.sim_control_graph import wait_for
+from support.sim_control_graph import wait_future
 
 from acres_bridge.conversions.simulation import detect_shape
 from acres_bridge.emulator import geodesy
@@ -62,7 +63,6 @@ from acres_bridge.emulator.control import FEATURES
 from acres_bridge.emulator.control import SCOPE_TIME_WARNING
 from acres_bridge.emulator.sensors.poses import NAMED_POSES
 from acres_bridge.emulator.sensors.props import SPAWNABLES
-from acres_bridge.emulator.server import Emulator
 
 pytestmark = pytest.mark.ros
 
@@ -72,21 +72,8 @@ PAUSED = SimulationState.STATE_PAUSED
 PLAYING = SimulationState.STATE_PLAYING
 
 
-@pytest.fixture(scope='module')
-def emulator():
-    emulator = Emulator(lockstep=True, drive='hold').start()
-    yield emulator
-    emulator.stop()
-
-
-@pytest.fixture(scope='module')
-def graph(emulator):
-    graph = ControlGraph(emulator.control_port)
-    try:
-        wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
-        yield graph
-    finally:
-        graph.close()
+# One emulator (lockstep, vehicles holding still) and one graph for the whole module.
+graph, emulator = graph_fixtures()
 
 
 def _ok(result: Result) -> None:

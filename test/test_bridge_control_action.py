@@ -25,17 +25,17 @@ import threading
 from action_msgs.msg import GoalStatus
 from action_msgs.srv import CancelGoal
 import pytest
-from sim_control_graph import CALL_TIMEOUT_S
-from sim_control_graph import ControlGraph
-from sim_control_graph import wait_for
-from sim_control_graph import wait_future
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.msg import SimulationState
 from simulation_interfaces.srv import SetSimulationState
 from simulation_interfaces.srv import StepSimulation
+from support.sim_control_graph import CALL_TIMEOUT_S
+from support.sim_control_graph import connected_graph
+from support.sim_control_graph import ControlGraph
+from support.sim_control_graph import wait_for
+from support.sim_control_graph import wait_future
 
-from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.server import Emulator
 from acres_bridge.nodes.sim_control import FutureWaiter
 
@@ -43,27 +43,9 @@ pytestmark = pytest.mark.ros
 
 
 @pytest.fixture
-def emulator(emulator_factory):
-    return emulator_factory(lockstep=True, drive='hold')
-
-
-@pytest.fixture
-def proxy(emulator):
-    with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
-        yield proxy
-
-
-def _graph(port: int, **options) -> ControlGraph:
-    graph = ControlGraph(port, **options)
-    wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
-    return graph
-
-
-@pytest.fixture
-def graph(proxy):
-    graph = _graph(proxy.port)
-    yield graph
-    graph.close()
+def graph(control_proxy):
+    with connected_graph(control_proxy.port) as graph:
+        yield graph
 
 
 def _send_goal(graph: ControlGraph, steps: int) -> object:
@@ -102,9 +84,10 @@ def test_simulate_steps_gives_feedback_from_each_progress_event(graph, emulator)
     assert _step_requests(emulator) == [{'op': 'step', 'steps': 36, 'progress': True}]
 
 
-def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emulator, proxy):
+def test_a_cancel_is_rejected_and_the_goal_succeeds_after_its_steps(graph, emulator,
+                                                                    control_proxy):
     before = emulator.world.step
-    held = proxy.inject('delay', op='step', delay_s=30.0)
+    held = control_proxy.inject('delay', op='step', delay_s=30.0)
     goal_handle = _send_goal(graph, 24)
     wait_for(lambda: _step_requests(emulator), what='the step request')
     cancel = graph.action_caller().cancel(goal_handle, CALL_TIMEOUT_S)
@@ -135,17 +118,14 @@ def test_a_goal_while_playing_is_aborted_with_the_simulator_code(graph, emulator
     assert _feedback(graph, goal_handle) == []
 
 
-def test_a_goal_without_a_reply_is_aborted_with_operation_failed(proxy, emulator):
-    graph = _graph(proxy.port, parameters={'timeout_s': 0.2})
-    try:
-        proxy.inject('swallow', op='step')
+def test_a_goal_without_a_reply_is_aborted_with_operation_failed(control_proxy, emulator):
+    with connected_graph(control_proxy.port, parameters={'timeout_s': 0.2}) as graph:
+        control_proxy.inject('swallow', op='step')
         goal_handle = _send_goal(graph, 1)
         outcome = _result(graph, goal_handle)
         assert outcome.status == GoalStatus.STATUS_ABORTED
         assert outcome.result.result.result == Result.RESULT_OPERATION_FAILED
         assert outcome.result.result.error_message.startswith('no reply to step within 0.2')
-    finally:
-        graph.close()
 
 
 class Barriers:
@@ -164,10 +144,10 @@ class Barriers:
 
 
 @pytest.fixture
-def hooked(proxy):
+def hooked(control_proxy):
     """Give a graph whose node has a Barriers hook, and the hook."""
     barriers = Barriers()
-    graph = ControlGraph(proxy.port, barrier_hook=barriers)
+    graph = ControlGraph(control_proxy.port, barrier_hook=barriers)
     barriers.node = graph.node
     yield graph, barriers
     graph.close()

@@ -26,17 +26,17 @@ from acres_interfaces.msg import Episode
 from acres_interfaces.srv import Screenshot
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
-from sim_control_graph import ControlGraph
-from sim_control_graph import ScriptedSimulator
-from sim_control_graph import wait_for
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import GetSimulatorFeatures
 from simulation_interfaces.srv import SpawnEntity
 from support.ports import free_port
+from support.sim_control_graph import connected_graph
+from support.sim_control_graph import ControlGraph
+from support.sim_control_graph import ScriptedSimulator
+from support.sim_control_graph import wait_for
 
-from acres_bridge.emulator.faults import FaultProxy
 
 pytestmark = pytest.mark.ros
 
@@ -47,24 +47,9 @@ PATIENT = {'timeout_s': 10.0, 'reconnect_s': 0.05}
 
 
 @pytest.fixture
-def emulator(emulator_factory):
-    return emulator_factory(lockstep=True, drive='hold')
-
-
-@pytest.fixture
-def proxy(emulator):
-    with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
-        yield proxy
-
-
-@pytest.fixture
-def graph(proxy):
-    graph = ControlGraph(proxy.port, parameters=FAST)
-    try:
-        wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+def graph(control_proxy):
+    with connected_graph(control_proxy.port, parameters=FAST) as graph:
         yield graph
-    finally:
-        graph.close()
 
 
 def _state(graph: ControlGraph) -> Result:
@@ -99,9 +84,9 @@ def test_a_channel_that_is_down_fails_at_once_then_the_node_reconnects(emulator_
         graph.close()
 
 
-def test_a_reply_that_comes_too_late_fails_and_is_dropped_when_it_comes(graph, proxy):
+def test_a_reply_that_comes_too_late_fails_and_is_dropped_when_it_comes(graph, control_proxy):
     graph.node.diagnostic_statuses()
-    held = proxy.inject('delay', op='get_state', delay_s=30.0)
+    held = control_proxy.inject('delay', op='get_state', delay_s=30.0)
     result = _state(graph)
     assert (result.result, result.error_message) == (FAILED, 'no reply to get_state within 0.3 s')
     [status] = graph.node.diagnostic_statuses()
@@ -112,42 +97,41 @@ def test_a_reply_that_comes_too_late_fails_and_is_dropped_when_it_comes(graph, p
     assert _state(graph).result == Result.RESULT_OK
 
 
-def test_a_hello_that_comes_too_late_is_asked_for_again(emulator):
-    with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
-        late = proxy.inject('delay', op='hello', delay_s=30.0)
-        graph = ControlGraph(proxy.port, parameters=FAST)
-        try:
-            wait_for(lambda: graph.node.hello is not None, what='the hello asked for again')
-            assert not late.fired.is_set()      # the answer to a second hello, not the first
-            assert [request['op'] for request in emulator.requests].count('hello') >= 2
-        finally:
-            late.release.set()
-            graph.close()
+def test_a_hello_that_comes_too_late_is_asked_for_again(emulator, control_proxy):
+    late = control_proxy.inject('delay', op='hello', delay_s=30.0)
+    graph = ControlGraph(control_proxy.port, parameters=FAST)
+    try:
+        wait_for(lambda: graph.node.hello is not None, what='the hello asked for again')
+        assert not late.fired.is_set()      # the answer to a second hello, not the first
+        assert [request['op'] for request in emulator.requests].count('hello') >= 2
+    finally:
+        late.release.set()
+        graph.close()
 
 
-def test_a_reply_that_is_not_json_fails_saying_so(graph, proxy):
-    proxy.inject('replace', op='get_state', line=b'<html>502 Bad Gateway</html>')
+def test_a_reply_that_is_not_json_fails_saying_so(graph, control_proxy):
+    control_proxy.inject('replace', op='get_state', line=b'<html>502 Bad Gateway</html>')
     result = _state(graph)
     assert (result.result, result.error_message) == (
         FAILED, 'no reply to get_state within 0.3 s (1 line that was not JSON came meanwhile)')
     assert _state(graph).result == Result.RESULT_OK
 
 
-def test_a_channel_that_closes_before_the_reply_fails_then_reconnects(graph, proxy):
-    dropped = proxy.inject('drop', op='get_state')
+def test_a_channel_that_closes_before_the_reply_fails_then_reconnects(graph, control_proxy):
+    dropped = control_proxy.inject('drop', op='get_state')
     result = _state(graph)
     assert dropped.fired.is_set()
     assert result.result == FAILED
     assert result.error_message.startswith('control channel closed before the reply to get_state')
-    wait_for(lambda: proxy.open_connections == 1 and graph.node.control.connected,
+    wait_for(lambda: control_proxy.open_connections == 1 and graph.node.control.connected,
              what='the reconnection')
     assert _state(graph).result == Result.RESULT_OK
 
 
-def test_the_episode_of_each_new_connection_is_published(graph, proxy):
+def test_the_episode_of_each_new_connection_is_published(graph, control_proxy):
     received = graph.subscribe_latched(Episode, 'acres/episode')
     wait_for(lambda: received, what='the first episode')
-    proxy.drop_all()
+    control_proxy.drop_all()
     wait_for(lambda: len(received) >= 2, what='the episode of the new connection')
     assert received[-1].episode_id == received[0].episode_id
 

@@ -25,11 +25,6 @@ from collections.abc import Callable
 
 from action_msgs.msg import GoalStatus
 import pytest
-from sim_control_graph import CALL_TIMEOUT_S
-from sim_control_graph import ControlGraph
-from sim_control_graph import graph_fixtures
-from sim_control_graph import ScriptedSimulator
-from sim_control_graph import wait_for
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.msg import SimulationState
@@ -51,6 +46,11 @@ from simulation_interfaces.srv import SetSimulationState
 from simulation_interfaces.srv import SpawnEntities
 from simulation_interfaces.srv import SpawnEntity
 from simulation_interfaces.srv import StepSimulation
+from support.sim_control_graph import CALL_TIMEOUT_S
+from support.sim_control_graph import ControlGraph
+from support.sim_control_graph import graph_fixtures
+from support.sim_control_graph import ScriptedSimulator
+from support.sim_control_graph import wait_for
 
 from acres_bridge.conversions.simulation import detect_shape
 

@@ -19,12 +19,12 @@ import signal
 import subprocess
 import sys
 
-from conftest import call_across_processes
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
-from sim_control_graph import unique_namespace
 from simulation_interfaces.srv import GetSimulationState
+from support.sim_control_graph import unique_namespace
+from support.waiting import call_across_processes
 
 from acres_bridge.nodes.sim_control import main
 

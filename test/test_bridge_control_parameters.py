@@ -27,9 +27,9 @@ from rcl_interfaces.srv import GetParameters
 from rcl_interfaces.srv import ListParameters
 import rclpy
 from rclpy.node import Node
-from sim_control_graph import ControlGraph
-from sim_control_graph import graph_fixtures
-from sim_control_graph import wait_for
+from support.sim_control_graph import ControlGraph
+from support.sim_control_graph import graph_fixtures
+from support.sim_control_graph import wait_for
 
 pytestmark = pytest.mark.ros
 

@@ -30,9 +30,6 @@ import time
 
 from acres_interfaces.srv import Hello
 import pytest
-from sim_control_graph import ControlGraph
-from sim_control_graph import graph_fixtures
-from sim_control_graph import Requests
 from simulation_interfaces.msg import EntityCategory
 from simulation_interfaces.msg import EntityFilters
 from simulation_interfaces.msg import Result
@@ -47,6 +44,9 @@ from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import SpawnEntities
 from simulation_interfaces.srv import SpawnEntity
 from support.ports import free_port
+from support.sim_control_graph import ControlGraph
+from support.sim_control_graph import graph_fixtures
+from support.sim_control_graph import Requests
 
 from acres_bridge.conversions.simulation import detect_shape
 

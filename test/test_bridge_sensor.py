@@ -25,23 +25,23 @@ show the tap holds the simulator's bytes.
 import math
 import time
 
-from emulator_probe import connect_stream
-from emulator_probe import JsonChannel
-from emulator_probe import read_frame
-from emulator_probe import read_until_barrier
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import ReliabilityPolicy
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import GLOBAL_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
 from sensor_msgs.msg import PointField
+from support.emulator_probe import connect_stream
+from support.emulator_probe import JsonChannel
+from support.emulator_probe import read_frame
+from support.emulator_probe import read_until_barrier
 from support.ports import free_port
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import GLOBAL_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array

@@ -23,16 +23,16 @@ only, one ``/tf_static`` and one ``/diagnostics`` for all.
 import concurrent.futures
 import threading
 
-from emulator_probe import JsonChannel
 import pytest
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import GLOBAL_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
-from sensor_bridge_graph import wait_until
+from support.emulator_probe import JsonChannel
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import GLOBAL_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.nodes.lockstep import Lockstep

@@ -31,14 +31,14 @@ import time
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import TIMEOUT_S
-from sensor_bridge_graph import wait_matched
-from sensor_frames import camera_frame
-from sensor_frames import lidar_frame
-from sensor_frames import lidar_points
-from sensor_frames import polaris_hello_dict
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import TIMEOUT_S
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_frames import camera_frame
+from support.sensor_frames import lidar_frame
+from support.sensor_frames import lidar_points
+from support.sensor_frames import polaris_hello_dict
 
 from acres_bridge.conversions.camera import camera_frame_to_image
 from acres_bridge.conversions.camera import camera_info_from_hello

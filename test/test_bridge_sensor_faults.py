@@ -27,16 +27,16 @@ import subprocess
 import sys
 import threading
 
-from emulator_probe import JsonChannel
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import GLOBAL_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
-from sensor_bridge_graph import wait_until
+from support.emulator_probe import JsonChannel
 from support.ports import free_port
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import GLOBAL_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.nodes import sensor_bridge

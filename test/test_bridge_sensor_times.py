@@ -26,17 +26,17 @@ import socket
 import threading
 import time
 
-from emulator_probe import JsonChannel
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import GLOBAL_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
-from sensor_frames import lidar_points
-from sensor_frames import polaris_hello_dict
+from support.emulator_probe import JsonChannel
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import GLOBAL_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_frames import lidar_points
+from support.sensor_frames import polaris_hello_dict
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array

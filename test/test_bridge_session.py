@@ -27,8 +27,6 @@ import sys
 import threading
 
 from acres_interfaces.msg import StepBarrier
-from conftest import SpinningExecutor
-from conftest import wait_until
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -36,13 +34,15 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_bridge_graph import streaming
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
+from support.sensor_bridge_graph import streaming
+from support.spinning import SpinningExecutor
+from support.waiting import wait_until
 
 from acres_bridge.nodes.bridge import agents_and_ports
 from acres_bridge.nodes.bridge import SessionBridge

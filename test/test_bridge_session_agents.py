@@ -24,12 +24,12 @@ import threading
 import pytest
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import GLOBAL_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import streaming
-from sensor_bridge_graph import wait_matched
-from sensor_bridge_graph import wait_until
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import GLOBAL_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import streaming
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.nodes.bridge import session_layout
 from acres_bridge.nodes.bridge import SessionBridge

@@ -20,13 +20,13 @@ a nonzero offset, so a bridge that published the payload on /clock fails here. R
 a real rclpy graph.
 """
 
-from emulator_probe import JsonChannel
 import pytest
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
+from support.emulator_probe import JsonChannel
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode

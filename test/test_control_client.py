@@ -24,6 +24,7 @@ import threading
 import time
 
 import pytest
+from support.socket_doubles import LoopbackServer
 
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import ControlError
@@ -63,7 +64,7 @@ def echo(request: dict, connection: Connection) -> None:
     connection.send(reply(request, echo=request))
 
 
-class LineServer:
+class LineServer(LoopbackServer):
     """
     A control channel on 127.0.0.1:0 that serves ``connections`` clients in turn.
 
@@ -72,39 +73,24 @@ class LineServer:
     """
 
     def __init__(self, handler=echo, *, connections: int = 1) -> None:
-        self._server = socket.create_server(('127.0.0.1', 0))
-        self._server.settimeout(WAIT_S)
-        self.port = self._server.getsockname()[1]
         self._handler = handler
         self._connections = connections
         self.requests: queue.Queue = queue.Queue()
-        self.release = threading.Event()
-        self.errors: list[BaseException] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__(WAIT_S)
 
-    def _serve(self) -> None:
-        try:
-            for index in range(self._connections):
-                conn, _ = self._server.accept()
-                with conn, conn.makefile('rb') as lines:
-                    connection = Connection(conn, index)
-                    connection.send({**EPISODE, 'episode': index})
-                    try:
-                        for line in lines:
-                            request = json.loads(line)
-                            self.requests.put(request)
-                            self._handler(request, connection)
-                    except (CloseConnection, ConnectionError):
-                        pass
-        except BaseException as exc:  # noqa: B902 - reported by close()
-            self.errors.append(exc)
-
-    def close(self) -> None:
-        self.release.set()
-        self._thread.join(WAIT_S)
-        self._server.close()
-        assert not self.errors
+    def serve(self) -> None:
+        for index in range(self._connections):
+            conn = self.accept()
+            with conn, conn.makefile('rb') as lines:
+                connection = Connection(conn, index)
+                connection.send({**EPISODE, 'episode': index})
+                try:
+                    for line in lines:
+                        request = json.loads(line)
+                        self.requests.put(request)
+                        self._handler(request, connection)
+                except (CloseConnection, ConnectionError):
+                    pass
 
 
 class Recorder:

@@ -18,9 +18,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from sensor_frames import camera_frame
-from sensor_frames import hello_frame
 from std_msgs.msg import Header
+from support.sensor_frames import camera_frame
+from support.sensor_frames import hello_frame
 
 from acres_bridge.conversions.camera import camera_frame_to_image
 from acres_bridge.conversions.camera import camera_info_from_hello

@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message
 from rclpy.serialization import serialize_message
-from sensor_frames import camera_frame
-from sensor_frames import lidar_frame
-from sensor_frames import lidar_points
 from sensor_msgs.msg import PointCloud2
+from support.sensor_frames import camera_frame
+from support.sensor_frames import lidar_frame
+from support.sensor_frames import lidar_points
 
 from acres_bridge.conversions.camera import camera_frame_to_image
 from acres_bridge.conversions.camera import camera_frame_to_image_cdr

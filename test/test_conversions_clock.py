@@ -22,7 +22,7 @@ import pytest
 from rclpy.serialization import deserialize_message
 from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock
-from sensor_frames import decode
+from support.sensor_frames import decode
 
 from acres_bridge.conversions.clock import clock_frame_to_cdr
 from acres_bridge.conversions.clock import clock_frame_to_clock

@@ -14,8 +14,8 @@
 
 """What a sensor stream's status says of its Hello: the geographic reference and the datum."""
 
-from sensor_frames import hello_frame
-from sensor_frames import polaris_hello_dict
+from support.sensor_frames import hello_frame
+from support.sensor_frames import polaris_hello_dict
 
 from acres_bridge.conversions.diagnostics import HELLO_KEYS
 from acres_bridge.conversions.diagnostics import stream_stats_to_status

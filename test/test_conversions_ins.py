@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message
 from rclpy.serialization import serialize_message
-from sensor_frames import distinct_ins_values
-from sensor_frames import ins_frame
-from sensor_frames import not_georeferenced
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import NavSatStatus
 from std_msgs.msg import Header
+from support.sensor_frames import distinct_ins_values
+from support.sensor_frames import ins_frame
+from support.sensor_frames import not_georeferenced
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.clock import make_header

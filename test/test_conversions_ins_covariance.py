@@ -19,10 +19,10 @@ import math
 from nav_msgs.msg import Odometry
 import pytest
 from rclpy.serialization import deserialize_message
-from sensor_frames import distinct_ins_values
-from sensor_frames import ins_frame
-from sensor_frames import not_georeferenced
 from std_msgs.msg import Header
+from support.sensor_frames import distinct_ins_values
+from support.sensor_frames import ins_frame
+from support.sensor_frames import not_georeferenced
 
 from acres_bridge.conversions.ins import ins_frame_to_cdr
 from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry

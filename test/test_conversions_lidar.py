@@ -19,10 +19,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from sensor_frames import lidar_frame
-from sensor_frames import lidar_points
 from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
+from support.sensor_frames import lidar_frame
+from support.sensor_frames import lidar_points
 
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.lidar import cloud_to_array

@@ -16,9 +16,9 @@
 
 import numpy as np
 import pytest
-from sensor_frames import lidar_frame
-from sensor_frames import lidar_points
 from std_msgs.msg import Header
+from support.sensor_frames import lidar_frame
+from support.sensor_frames import lidar_points
 
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.conversions.lidar import column_times_s

@@ -19,8 +19,8 @@ import copy
 from builtin_interfaces.msg import Time
 from nav_msgs.msg import Odometry
 import numpy as np
-from sensor_frames import hello_frame
-from sensor_frames import polaris_hello_dict
+from support.sensor_frames import hello_frame
+from support.sensor_frames import polaris_hello_dict
 
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.tf import AgentFrames

@@ -25,9 +25,6 @@ import subprocess
 import sys
 
 from builtin_interfaces.msg import Time
-from dataset_drive import bridge_cloud
-from dataset_drive import drive
-from dataset_drive import MOUNT
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 import numpy as np
@@ -38,6 +35,9 @@ from rosbags.rosbag2 import Writer
 from rosbags.typesys import get_typestore
 from rosbags.typesys import Stores
 from sensor_msgs.msg import NavSatFix
+from support.dataset_drive import bridge_cloud
+from support.dataset_drive import drive
+from support.dataset_drive import MOUNT
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.dataset import LidarSet

@@ -22,12 +22,12 @@ graph: the node test (test_lidar_recorder.py) covers the topics.
 """
 
 
-from dataset_drive import bridge_cloud
-from dataset_drive import drive as emulator_drive
-from dataset_drive import MOUNT
-from dataset_drive import PERIOD_S
 import numpy as np
 import pytest
+from support.dataset_drive import bridge_cloud
+from support.dataset_drive import drive as emulator_drive
+from support.dataset_drive import MOUNT
+from support.dataset_drive import PERIOD_S
 
 from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.dataset import LidarSet

@@ -31,8 +31,6 @@ import sys
 import threading
 
 from builtin_interfaces.msg import Time
-from conftest import claim_domain_id
-from conftest import local_discovery
 from geometry_msgs.msg import TransformStamped
 import numpy as np
 from PIL import Image as PilImage
@@ -45,6 +43,8 @@ from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
+from support.environment import claim_domain_id
+from support.environment import local_discovery
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.tf import hello_to_static_transforms

@@ -25,15 +25,15 @@ Everything a user would have: the emulator over real sockets, the sensor bridge 
 graph publishing xyzirt clouds and ground truth odometry, and the Hello's LiDAR mount.
 """
 
-from emulator_probe import JsonChannel
 from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
 from sensor_msgs.msg import PointCloud2
+from support.emulator_probe import JsonChannel
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
 
 from acres_bridge.conversions.clock import time_to_stamp
 from acres_bridge.conversions.lidar import cloud_to_array

@@ -17,10 +17,10 @@
 import math
 import os
 
-from conftest import wait_until
-from emulator_probe import JsonChannel
 from mcap.reader import make_reader
 import pytest
+from support.emulator_probe import JsonChannel
+from support.waiting import wait_until
 
 from acres_bridge.emulator.server import Emulator
 

@@ -29,8 +29,8 @@ import sys
 import threading
 import time
 
-from emulator_probe import JsonChannel
 import pytest
+from support.emulator_probe import JsonChannel
 
 from acres_bridge.emulator.control import MAX_UNSENT_BYTES
 from acres_bridge.emulator.server import Emulator

@@ -20,12 +20,12 @@ import signal
 import subprocess
 import sys
 
-from emulator_probe import connect_stream
-from emulator_probe import JsonChannel
-from emulator_probe import read_frame
-from emulator_probe import read_until_barrier
 import numpy as np
 import pytest
+from support.emulator_probe import connect_stream
+from support.emulator_probe import JsonChannel
+from support.emulator_probe import read_frame
+from support.emulator_probe import read_until_barrier
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -24,12 +24,12 @@ import struct
 import subprocess
 import sys
 
-from emulator_probe import connect_stream
-from emulator_probe import JsonChannel
-from emulator_probe import read_frame
-from emulator_probe import read_until_barrier
 import numpy as np
 import pytest
+from support.emulator_probe import connect_stream
+from support.emulator_probe import JsonChannel
+from support.emulator_probe import read_frame
+from support.emulator_probe import read_until_barrier
 
 from acres_bridge.emulator.server import Emulator
 from acres_bridge.emulator.streams import SensorStreamServer

@@ -23,11 +23,11 @@ for, and the proxy ends on Ctrl-C with exit 0.
 import socket
 
 import pytest
-from ros2_tools import assert_clean_exit
-from ros2_tools import Background
-from ros2_tools import PACKAGE
-from ros2_tools import require_tooling
-from ros2_tools import run
+from support.ros2_tools import assert_clean_exit
+from support.ros2_tools import Background
+from support.ros2_tools import PACKAGE
+from support.ros2_tools import require_tooling
+from support.ros2_tools import run
 
 from acres_bridge.emulator.fault_tool import parse_fault
 from acres_bridge.protocol.errors import FrameError

@@ -31,12 +31,12 @@ import tracemalloc
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import AGENT_TOPICS
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import GLOBAL_TOPICS
-from sensor_bridge_graph import Recorder
-from sensor_bridge_graph import wait_matched
-from sensor_bridge_graph import wait_until
+from support.sensor_bridge_graph import AGENT_TOPICS
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import GLOBAL_TOPICS
+from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.nodes.sensor_bridge import SensorBridgeNode

@@ -28,9 +28,9 @@ import threading
 import time
 import tracemalloc
 
-from conftest import wait_until
 import pytest
 from support.ports import free_port
+from support.waiting import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.faults import UNKNOWN_FRAME_TYPE

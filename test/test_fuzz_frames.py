@@ -39,7 +39,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from socket_doubles import ChunkedSocket
+from support.socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol import stream

@@ -26,10 +26,10 @@ from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from ros2_tools import require_tooling
-from ros2_tools import ROOT
-from ros2_tools import run
 from support.ports import free_ports
+from support.ros2_tools import require_tooling
+from support.ros2_tools import ROOT
+from support.ros2_tools import run
 
 pytestmark = pytest.mark.ros
 LAUNCH_TESTS = ROOT / 'test' / 'launch_tests'

@@ -21,17 +21,17 @@ test's Context; a tap keeps the frames the bridge decoded, so every stored scan 
 with the simulator's own points. Waits are on conditions with time-outs.
 """
 
-from dataset_drive import bridge_cloud
 from diagnostic_msgs.msg import DiagnosticStatus
-from emulator_probe import JsonChannel
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import wait_matched
-from sensor_bridge_graph import wait_until
 from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
+from support.dataset_drive import bridge_cloud
+from support.emulator_probe import JsonChannel
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.dataset import LidarSet

@@ -20,9 +20,9 @@ import re
 import subprocess
 import sys
 
-from conftest import claim_domain_id
 import numpy as np
 import pytest
+from support.environment import claim_domain_id
 
 from acres_bridge.dataset import LidarSet
 

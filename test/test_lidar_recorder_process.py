@@ -29,12 +29,12 @@ import signal
 import subprocess
 import sys
 
-from emulator_probe import JsonChannel
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
-from sensor_bridge_graph import FrameTap
-from sensor_bridge_graph import wait_until
+from support.emulator_probe import JsonChannel
+from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset.calibration import lens_centres

@@ -32,9 +32,6 @@ import tempfile
 import threading
 import time
 
-from action_caller import ActionCaller
-from conftest import SpinningExecutor
-from conftest import wait_until
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
@@ -44,6 +41,9 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
+from support.action_caller import ActionCaller
+from support.spinning import SpinningExecutor
+from support.waiting import wait_until
 
 from acres_bridge.nodes import dds
 from acres_bridge.nodes.lockstep import unnamed_reader_label

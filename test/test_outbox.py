@@ -23,12 +23,12 @@ destroyed publisher) is counted, reported and its buffer given back, and the nex
 
 import threading
 
-from conftest import wait_until
 import pytest
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.serialization import serialize_message
 from std_msgs.msg import String
+from support.waiting import wait_until
 
 from acres_bridge.conversions.pool import PooledMessage
 from acres_bridge.nodes import rcl_publish

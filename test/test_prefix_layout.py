@@ -27,8 +27,8 @@ from pathlib import Path
 import subprocess
 import sys
 
-from conftest import ros_distro
 import pytest
+from support.environment import ros_distro
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = Path(sys.prefix)

@@ -30,8 +30,8 @@ import tempfile
 import textwrap
 import threading
 
-from conftest import wait_until
 import pytest
+from support.waiting import wait_until
 
 from acres_bridge.protocol.frames import FrameType
 

@@ -28,18 +28,18 @@ from importlib import metadata
 from pathlib import Path
 import re
 
-from conftest import call_across_processes
 import pytest
-from ros2_tools import assert_clean_exit
-from ros2_tools import Background
-from ros2_tools import PACKAGE
-from ros2_tools import param_list
-from ros2_tools import PREFIX
-from ros2_tools import require_tooling
-from ros2_tools import run
-from ros2_tools import stop_daemon
-from ros2_tools import wait_for_nodes
 from support.ports import free_ports
+from support.ros2_tools import assert_clean_exit
+from support.ros2_tools import Background
+from support.ros2_tools import PACKAGE
+from support.ros2_tools import param_list
+from support.ros2_tools import PREFIX
+from support.ros2_tools import require_tooling
+from support.ros2_tools import run
+from support.ros2_tools import stop_daemon
+from support.ros2_tools import wait_for_nodes
+from support.waiting import call_across_processes
 import yaml
 
 pytestmark = pytest.mark.ros

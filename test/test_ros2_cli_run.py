@@ -29,15 +29,15 @@ import signal
 import socket
 
 import pytest
-from ros2_tools import assert_clean_exit
-from ros2_tools import Background
-from ros2_tools import PACKAGE
-from ros2_tools import param_list
-from ros2_tools import require_tooling
-from ros2_tools import run
-from ros2_tools import stop_daemon
-from ros2_tools import wait_for_nodes
 from support.ports import free_ports
+from support.ros2_tools import assert_clean_exit
+from support.ros2_tools import Background
+from support.ros2_tools import PACKAGE
+from support.ros2_tools import param_list
+from support.ros2_tools import require_tooling
+from support.ros2_tools import run
+from support.ros2_tools import stop_daemon
+from support.ros2_tools import wait_for_nodes
 import yaml
 
 from acres_bridge.dataset import LidarSet
@@ -55,7 +55,7 @@ def _start_emulator(control: int | str, sensor: int) -> Background:
 
 
 @pytest.fixture
-def emulator() -> Iterator[tuple[int, int]]:
+def emulator_ports() -> Iterator[tuple[int, int]]:
     """Run the emulator with ``ros2 run`` until the test ends; give (control, sensor)."""
     # Ports the emulator binds itself: a port found free and then closed can be taken by any
     # connection of the machine before the emulator binds it (seen beside other test runs).
@@ -121,18 +121,18 @@ RUNS = {
 
 @pytest.mark.parametrize('executable', sorted(RUNS))
 def test_ros2_run_each_executable_answers_ros2_param_and_ends_on_ctrl_c(
-        executable: str, emulator: tuple[int, int], tmp_path: Path) -> None:
+        executable: str, emulator_ports: tuple[int, int], tmp_path: Path) -> None:
     arguments, ready, node, parameter, expected = RUNS[executable]
     command = Background(['ros2', 'run', PACKAGE, executable, '--ros-args',
-                          *arguments(*emulator)], ACRES_DATA=str(tmp_path))
+                          *arguments(*emulator_ports)], ACRES_DATA=str(tmp_path))
     try:
         command.wait_for(ready, timeout_s=60.0)
         nodes = [node, '/sim_control'] if executable == 'acres_bridge' else [node]
         _once(wait_for_nodes(nodes), *nodes)
         listed = param_list(node)
         assert parameter in listed and 'use_sim_time' in listed, listed
-        assert _param(node, parameter) == expected(*emulator)
-        assert _dump(node)[parameter] == expected(*emulator)
+        assert _param(node, parameter) == expected(*emulator_ports)
+        assert _dump(node)[parameter] == expected(*emulator_ports)
         code = command.interrupt()
         assert_clean_exit(command, code)
     finally:
@@ -147,9 +147,9 @@ def test_ros2_run_each_executable_answers_ros2_param_and_ends_on_ctrl_c(
 ])
 def test_ros2_launch_against_the_emulator_and_ctrl_c(
         launch_file: str, arguments, processes: list[str], nodes: list[str],
-        emulator: tuple[int, int]) -> None:
+        emulator_ports: tuple[int, int]) -> None:
     """(emulator_session.launch.py gets the same checks in test_ros2_cli.py.)"""
-    launch = Background(['ros2', 'launch', PACKAGE, launch_file, *arguments(*emulator)])
+    launch = Background(['ros2', 'launch', PACKAGE, launch_file, *arguments(*emulator_ports)])
     try:
         launch.wait_for(HELLO, timeout_s=60.0)
         _once(wait_for_nodes(nodes), *nodes)

@@ -17,7 +17,6 @@
 from array import array
 import threading
 
-from action_caller import ActionCaller
 import rclpy
 from rclpy.action import ActionServer
 from rclpy.action import CancelResponse
@@ -28,6 +27,7 @@ from sensor_msgs.msg import PointField
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetSimulationState
+from support.action_caller import ActionCaller
 
 WAIT_S = 10.0
 

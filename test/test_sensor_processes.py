@@ -34,8 +34,8 @@ import psutil
 import pytest
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
-from sim_control_graph import wait_for
 from simulation_interfaces.msg import Result
+from support.sim_control_graph import wait_for
 from test_lockstep_delivery import AGENTS
 from test_lockstep_delivery import check_steps
 from test_lockstep_delivery import session_factory  # noqa: F401  (a fixture)

@@ -28,7 +28,7 @@ import threading
 
 import numpy as np
 import pytest
-from socket_doubles import ChunkedSocket
+from support.socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError

@@ -22,14 +22,15 @@ import struct
 import threading
 import time
 
-from conftest import wait_until
 from hypothesis import given
 from hypothesis import HealthCheck
 from hypothesis import settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from socket_doubles import ChunkedSocket
+from support.socket_doubles import ChunkedSocket
+from support.socket_doubles import LoopbackServer
+from support.waiting import wait_until
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol import stream
@@ -354,33 +355,18 @@ def test_arbitrary_streams_raise_only_protocol_errors_and_stay_within_limits(seg
 
 # --- SensorStreamClient ----------------------------------------------------------------------
 
-class StreamServer:
+class StreamServer(LoopbackServer):
     """A sensor stream on 127.0.0.1:0 that runs one script per accepted connection."""
 
     def __init__(self, *scripts) -> None:
-        self._server = socket.create_server(('127.0.0.1', 0))
-        self._server.settimeout(WAIT_S)
-        self.port = self._server.getsockname()[1]
         self._scripts = list(scripts)
-        self.release = threading.Event()
-        self.errors: list[BaseException] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__(WAIT_S)
 
-    def _serve(self) -> None:
-        try:
-            for script in self._scripts:
-                conn, _ = self._server.accept()
-                with conn:
-                    script(conn, self)
-        except BaseException as exc:  # noqa: B902 - reported by close()
-            self.errors.append(exc)
-
-    def close(self) -> None:
-        self.release.set()
-        self._thread.join(WAIT_S)
-        self._server.close()
-        assert not self.errors
+    def serve(self) -> None:
+        for script in self._scripts:
+            conn = self.accept()
+            with conn:
+                script(conn, self)
 
 
 def send_then_close(*parts: bytes):

@@ -37,8 +37,8 @@ import os
 from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
-from conftest import claim_domain_id
 import pytest
+from support.environment import claim_domain_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMIF2_PREFIX_VARIABLE = 'ACRES_SIMIF2_PREFIX'

@@ -27,7 +27,6 @@ import threading
 from typing import Any, Callable
 
 from acres_interfaces.msg import StepBarrier
-from conftest import wait_until
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
@@ -41,6 +40,7 @@ from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
+from support.waiting import wait_until
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.protocol.frames import BarrierFrame

@@ -26,7 +26,7 @@ from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.hello import Hello
 
-DATA = pathlib.Path(__file__).parent / 'data'
+DATA = pathlib.Path(__file__).parents[1] / 'data'
 
 
 def polaris_hello_dict() -> dict[str, Any]:

@@ -30,9 +30,6 @@ import socket
 import threading
 from typing import Any
 
-from action_caller import ActionCaller
-from conftest import SpinningExecutor
-from conftest import wait_until
 import pytest
 import rclpy
 from rclpy.parameter import Parameter
@@ -40,6 +37,9 @@ from rclpy.qos import DurabilityPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.action import SimulateSteps
+from support.action_caller import ActionCaller
+from support.spinning import SpinningExecutor
+from support.waiting import wait_until
 
 from acres_bridge.emulator.server import Emulator
 from acres_bridge.nodes.sim_control import SimControlNode
@@ -161,14 +161,21 @@ def control_session(parameters: dict[str, Any] | None = None,
     """
     emulator = Emulator(**{'lockstep': True, 'drive': 'hold', **emulator_options}).start()
     try:
-        graph = ControlGraph(emulator.control_port, parameters=parameters)
-        try:
-            wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+        with connected_graph(emulator.control_port, parameters=parameters) as graph:
             yield emulator, graph
-        finally:
-            graph.close()
     finally:
         emulator.stop()
+
+
+@contextlib.contextmanager
+def connected_graph(port: int, **options: Any) -> Iterator[ControlGraph]:
+    """Give a ControlGraph on ``port`` once its node has the simulator's hello; close it after."""
+    graph = ControlGraph(port, **options)
+    try:
+        wait_for(lambda: graph.node.hello is not None, what='the hello on connection')
+        yield graph
+    finally:
+        graph.close()
 
 
 def graph_fixtures(parameters: dict[str, Any] | None = None) -> tuple[Any, Any]:

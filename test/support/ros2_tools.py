@@ -34,7 +34,7 @@ import time
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PREFIX = Path(sys.prefix)
 ENV_SCRIPT = PREFIX / 'setup.bash'
 TOOLING = ROOT.parent / 'shared' / 'ros-tooling'

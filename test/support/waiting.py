@@ -1,0 +1,71 @@
+# Copyright 2026 The acres_bridge authors
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Waiting without sleeping: :func:`wait_until` polls a condition that no callback announces,
+and :func:`call_across_processes` calls a service of another process until it answers.
+"""
+
+from collections.abc import Callable
+import threading
+import time
+from typing import Any
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = 10.0,
+               what: str = 'a condition') -> Any:
+    """
+    Poll a condition that no callback announces, every 10 ms; return its first true value.
+
+    The one polling helper of the tests (sim_control_graph calls it ``wait_for``): where a
+    callback or a condition variable can announce the change, wait on that instead.
+
+    :raises AssertionError: naming ``what`` when the condition is not true within timeout_s.
+    """
+    deadline = time.monotonic() + timeout_s
+    pause = threading.Event()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f'timed out waiting for {what}')
+        pause.wait(0.01)
+
+
+def call_across_processes(executor: Any, client: Any, request: Any, *, timeout_s: float = 30.0,
+                          resend_after_s: float = 5.0) -> Any:
+    """
+    Call a server of another process and return its response; send again while none comes.
+
+    wait_for_service says that the client's request can reach the server, not that the
+    server's response writer has matched the client's response reader; rmw_fastrtps waits a
+    moment for that match and then drops the response, with only a warning in the server's
+    process. On a loaded machine the first response can be lost that way, so the request goes
+    again every ``resend_after_s``. Only for requests that may be served more than once.
+
+    :param executor: spins the client's node (spin_until_future_complete).
+    :raises AssertionError: when no answer came within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        future = client.call_async(request)
+        remaining_s = deadline - time.monotonic()
+        executor.spin_until_future_complete(future, timeout_sec=min(resend_after_s,
+                                                                    max(remaining_s, 0.0)))
+        if future.done():
+            return future.result()
+        client.remove_pending_request(future)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f'no answer from {client.srv_name} within {timeout_s} s')
