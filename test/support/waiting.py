@@ -13,8 +13,10 @@
 # limitations under the License.
 
 """
-Waiting without sleeping: :func:`wait_until` polls a condition that no callback announces,
-and :func:`call_across_processes` calls a service of another process until it answers.
+Waiting without sleeping on events that nothing announces.
+
+:func:`wait_until` polls a condition that no callback announces; :func:`call_across_processes`
+calls a service of another process until it answers.
 """
 
 from collections.abc import Callable
