@@ -75,11 +75,11 @@ def _package_code() -> list[pathlib.Path]:
 
 
 def _test_code() -> list[pathlib.Path]:
-    return sorted((ROOT / 'test').glob('*.py'))
+    return sorted((ROOT / 'test').glob('*.py')) + sorted((ROOT / 'test' / 'support').glob('*.py'))
 
 
 def _test_helpers() -> set[str]:
-    return {path.stem for path in _test_code()}
+    return {path.stem for path in (ROOT / 'test').glob('*.py')} | {'support'}
 
 
 def _missing(found: dict[str, set[str]], keys: set[str]) -> list[str]:

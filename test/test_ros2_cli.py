@@ -83,7 +83,7 @@ def _ok(args: list[str], timeout_s: float = 60.0) -> str:
 def test_missing_tools_fail_in_a_prefix_made_with_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the tools, a prefix that has (or could have) them fails; only another skips."""
-    import ros2_tools
+    from support import ros2_tools
     monkeypatch.setattr(ros2_tools, 'PREFIX', tmp_path)
     monkeypatch.setattr(ros2_tools, 'ENV_SCRIPT', tmp_path / 'setup.bash')
     monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
