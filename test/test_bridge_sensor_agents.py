@@ -133,7 +133,8 @@ def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(sessio
 
 def _lockstep(node, bridges, barrier_timeout_s: float = 30.0) -> tuple[Lockstep, list]:
     lockstep = Lockstep(node, barrier_timeout_s=barrier_timeout_s, ack_timeout_s=10.0)
-    streams = [lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
+    streams = [lockstep.stream(bridge.name, bridge.topic_namespace, bridge.barriers,
+                               bridge.step_publishers)
                for bridge in bridges]
     return lockstep, streams
 

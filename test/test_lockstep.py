@@ -21,21 +21,29 @@ The delivery itself (barriers and acknowledgements across processes) is test_loc
 import concurrent.futures
 import threading
 
+from conftest import wait_until
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
 from rclpy.topic_endpoint_info import TopicEndpointInfo
+from std_msgs.msg import String
 
 from acres_bridge.nodes.lockstep import BarrierTimeout
 from acres_bridge.nodes.lockstep import BarrierTracker
 from acres_bridge.nodes.lockstep import Deadlines
 from acres_bridge.nodes.lockstep import FutureWaiter
+from acres_bridge.nodes.lockstep import known_readers
 from acres_bridge.nodes.lockstep import Lockstep
+from acres_bridge.nodes.lockstep import MatchReport
 from acres_bridge.nodes.lockstep import reader_label
 from acres_bridge.nodes.lockstep import StepReport
 from acres_bridge.nodes.lockstep import StreamReport
 from acres_bridge.nodes.lockstep import UNKNOWN_NODE_NAME
+from acres_bridge.nodes.lockstep import wait_for_matches
 
 pytestmark = pytest.mark.ros
 WAIT_S = 10.0
@@ -184,9 +192,17 @@ class FakeSource:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.namespace = f'/{name}'
         self.asked: list[tuple[int, concurrent.futures.Future]] = []
+        self.matches: list[tuple[dict, concurrent.futures.Future]] = []
 
-    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+    def matched(self, readers: dict, timeout_s: float) -> concurrent.futures.Future:
+        future = concurrent.futures.Future()
+        self.matches.append((readers, future))
+        return future
+
+    def delivered(self, step: int, barrier_timeout_s: float,
+                  readers: dict) -> concurrent.futures.Future:
         future = concurrent.futures.Future()
         self.asked.append((step, future))
         return future
@@ -240,3 +256,67 @@ def test_a_reader_is_named_by_its_node_or_else_by_its_gid():
     assert reader_label(named) == '/stalled_reader'
     assert reader_label(nested) == '/polaris/reader'
     assert reader_label(unnamed) == 'unnamed reader 01.0f.ab'
+
+
+def test_a_step_is_sent_once_every_stream_matched_and_names_who_was_not(ros_context):
+    node = rclpy.create_node('lockstep_match', context=ros_context)
+    lockstep = Lockstep(node, barrier_timeout_s=5.0, ack_timeout_s=1.0)
+    try:
+        polaris, maxxum = FakeSource('polaris'), FakeSource('maxxum')
+        ready = lockstep.step_matched([polaris, maxxum])
+        wait_until(lambda: polaris.matches and maxxum.matches, what='both streams asked')
+        maxxum.matches[0][1].set_result({})
+        assert not ready.done()
+        polaris.matches[0][1].set_result({'/polaris/ins/imu': ('/client',)})
+        report = ready.result(timeout=WAIT_S)
+        assert report.unmatched == {'/polaris/ins/imu': ('/client',)}
+        assert report.warning == ('before the step, readers not matched in time: '
+                                  '/polaris/ins/imu (/client)')
+        assert MatchReport(0.0).warning is None
+        stats = lockstep.stats
+        assert stats['unmatched_steps'] == 1 and '/client' in stats['last_unmatched']
+        [status] = lockstep.diagnostic_statuses()
+        assert status.level == status.WARN and '/client' in status.message
+    finally:
+        lockstep.destroy()
+        node.destroy_node()
+
+
+@pytest.fixture
+def two_participants():
+    """A writer's process and a client's process: two contexts, two DDS participants."""
+    contexts = [rclpy.Context() for _ in range(2)]
+    for context in contexts:
+        rclpy.init(context=context)
+    nodes = [rclpy.create_node(name, context=context)
+             for name, context in zip(('bridge_side', 'client_side'), contexts)]
+    yield nodes
+    for node, context in zip(nodes, contexts):
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def test_a_writer_waits_for_the_readers_the_session_knows(two_participants):
+    bridge, client = two_participants
+    reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    publisher = bridge.create_publisher(String, '/polaris/status', reliable)
+    # A reader that can never match the volatile writer is not waited for.
+    client.create_subscription(String, '/polaris/status', lambda _: None, QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    client.create_subscription(String, '/polaris/status', lambda _: None, reliable)
+    # What the client's own graph knows: the session may know readers before the writer.
+    wait_until(lambda: len(client.get_subscriptions_info_by_topic('/polaris/status')) == 2,
+               what='both readers in the client\'s graph')
+    readers = known_readers(client, ['/polaris'])
+    assert set(readers) == {'/polaris/status'} and len(readers['/polaris/status']) == 2
+    assert wait_for_matches(bridge, lambda: [publisher], readers, WAIT_S) == {}
+    assert publisher.get_subscription_count() == 1
+
+
+def test_a_reader_that_the_writer_never_matches_is_named_at_the_deadline(two_participants):
+    bridge, _ = two_participants
+    publisher = bridge.create_publisher(String, '/polaris/status', 10)
+    ghost = {'/polaris/status': {bytes(range(16)): '/ghost_reader'}}
+    assert wait_for_matches(bridge, lambda: [publisher], ghost, 0.05) == {
+        '/polaris/status': ('/ghost_reader',)}

@@ -52,9 +52,6 @@ pytestmark = [pytest.mark.ros, pytest.mark.delivery]
 AGENTS = ('polaris', 'maxxum')
 PHYSICS_HZ = 120
 WAIT_S = 30.0
-WARM_UP_TRIES = 5
-WARM_UP_S = 10.0
-WARM_UP_ANSWER_S = 30.0     # past the bridge's own bounds: control reply, barriers, acks
 HERE = os.path.dirname(os.path.abspath(__file__))
 # 20 step calls of mixed sizes; odd calls go through the action.
 SIZES = (12, 12, 5, 7, 24, 1, 36, 36, 3, 17, 60, 2, 9, 11, 48, 1, 30, 6, 120, 13)
@@ -100,6 +97,15 @@ class Reception:
         with self._condition:
             return {topic: sum(1 for t in times if t <= deadline_ns)
                     for topic, times in self.times.items()}
+
+
+def known_readers(status: DiagnosticStatus) -> int:
+    """The lockstep status's count of the readers the session knows (0 before one)."""
+    values = {value.key: value.value for value in status.values}
+    try:
+        return int(values.get('known_readers', 0))
+    except ValueError:
+        return 0
 
 
 def expected_counts(emulator, total_steps: int, calls: int) -> dict[str, int]:
@@ -176,37 +182,20 @@ class Session:
         return reader
 
     def ready(self) -> None:
-        """Wait for the services, the streams, every reader matched, then step once."""
+        """
+        Wait for what a client can see, as the README's lockstep rule says; no step.
+
+        The service, the action server, every subscriber process matched with a publisher on
+        each of its topics, and, as those readers are in other processes than this client,
+        the session's lockstep status in /diagnostics counting all of them among its
+        ``known_readers``.
+        """
         assert self.service.wait_for_service(timeout_sec=WAIT_S), self.output()
         assert self.action.wait_for_server(WAIT_S), self.output()
-        wait_until(lambda: all(stream.has_client for stream in self.emulator.streams),
-                   what='the bridge to connect both sensor streams', timeout_s=WAIT_S)
         for reader in self.readers:
             assert reader.matched.wait(WAIT_S), 'a subscriber process never matched'
-        # Steps, unchecked, until one reaches every reader in full: then each stream is
-        # connected and each writer matched with each reader (a reader that sees a writer may
-        # not be seen by it yet). The same holds for the service's own request and response
-        # endpoints: a warm-up step that gets no answer is tried again. The counts so far are
-        # each reader's baseline.
-        for _ in range(WARM_UP_TRIES):
-            before = [reader.counts() for reader in self.readers]
-            previous = self.expected()
-            try:
-                self.step(12, action=False, answer_timeout_s=WARM_UP_ANSWER_S)
-            except AssertionError as unanswered:
-                print(f'warm-up: {unanswered}', file=sys.stderr)
-                continue
-            step_counts = {topic: count - previous[topic]
-                           for topic, count in self.expected().items()}
-            try:
-                for reader, counts in zip(self.readers, before):
-                    reader.wait_counts({topic: counts.get(topic, 0) + count
-                                        for topic, count in step_counts.items()}, WARM_UP_S)
-                break
-            except AssertionError:
-                continue
-        else:
-            raise AssertionError(f'no warm-up step reached every reader\n{self.output()}')
+        wanted = len(self.readers) * len(self.expected())
+        self.lockstep_status(lambda status: known_readers(status) >= wanted)
         self.ready_expected = self.expected()
         for reader in self.readers:
             reader.baseline = reader.counts()
@@ -379,6 +368,7 @@ def test_a_best_effort_reader_is_not_waited_for(session_factory):
     session.add_reader('lockstep_reader')
     stopped = session.add_reader('best_effort_reader', 'best_effort')
     session.ready()
+    check_steps(session, stopped, (12,))            # every writer has matched it
     stopped.process.send_signal(signal.SIGSTOP)     # it could never acknowledge anything
     for call, steps in enumerate((12, 24, 5)):
         at_ns, result, wait_s = session.step(steps, action=call == 1)
@@ -396,6 +386,7 @@ def test_a_reader_that_never_acknowledges_is_named_and_the_step_still_answers(
     reader = session.add_reader('stalled_reader')
     session.ready()
     labels = session.reader_labels('stalled_reader')
+    check_steps(session, reader, (12,))     # every writer has matched it: now it stalls
     reader.process.send_signal(signal.SIGSTOP)
 
     def names_the_reader(text: str) -> bool:

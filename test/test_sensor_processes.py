@@ -139,6 +139,7 @@ def test_a_reader_that_never_acknowledges_is_named_from_every_sensor_process(
     reader = session.add_reader('stalled_reader')
     session.ready()
     labels = session.reader_labels('stalled_reader')
+    check_steps(session, reader, (12,))     # every writer has matched it: now it stalls
     reader.process.send_signal(signal.SIGSTOP)
     at_ns, result, wait_s = session.step(12, action=False)
     assert result.result == Result.RESULT_OK        # the world did step

@@ -136,9 +136,12 @@ class SessionBridge:
         self._destroyed = False
         self.control = SimControlNode(parameters=self.parameters.control(),
                                       barrier_hook=self.lockstep.hook(executor, self._streams),
+                                      match_hook=self.lockstep.match_hook(
+                                          executor, lambda: self._streams(starting=True)),
                                       on_hello=self._on_hello, **kwargs)
         self.shared.add_diagnostics(self.control.diagnostic_statuses)
-        self.shared.add_diagnostics(self.lockstep.diagnostic_statuses)
+        self.shared.add_diagnostics(
+            lambda: self.lockstep.diagnostic_statuses(self._streams(starting=True)))
         executor.add_node(self.node)
         executor.add_node(self.control)
 
@@ -200,18 +203,24 @@ class SessionBridge:
         self.shared.add_diagnostics(process.diagnostic_statuses)
         self.processes.append(process)
 
-    def _streams(self) -> list[DeliverySource]:
+    def _streams(self, *, starting: bool = False) -> list[DeliverySource]:
         """
         Return the streams a step waits for (lockstep).
 
         Every connected bridge of this process and every running sensor process (which answers
-        at once while its own stream is not connected).
+        at once while its own stream is not connected). With ``starting`` (before a step is
+        sent) also the bridges that have not had their first Hello: the step waits for them
+        to come up, within the match time-out, as a stream that never connected has readers
+        that expect the step too; a stream that was up and went down is left out.
         """
         with self._lock:
-            connected = [bridge for bridge in self.bridges if bridge.connected]
+            streams = [bridge for bridge in self.bridges
+                       if bridge.connected or (starting and bridge.hello is None)]
             running = [process for process in self.processes if process.running]
-        return [self.lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
-                for bridge in connected] + running
+        return [self.lockstep.stream(bridge.name, bridge.topic_namespace, bridge.barriers,
+                                     bridge.step_publishers,
+                                     ready=lambda bridge=bridge: bridge.hello is not None)
+                for bridge in streams] + running
 
     def destroy(self) -> None:
         """Stop every reader thread, then destroy the publishers and both nodes."""

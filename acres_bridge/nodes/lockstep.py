@@ -33,6 +33,14 @@ matched at that moment has acknowledged every message of the stream's publishers
 * :class:`Lockstep` combines the streams of a step, bounds the wait, keeps the figures and
   reports late readers in ``/diagnostics`` and the log.
 
+Discovery can finish on one side first: a client's reader may see a writer of the session
+before that writer has matched the reader, and then ``wait_for_all_acked`` has nobody to wait
+for. So before a step is sent, and again before the acknowledgement wait, each stream waits
+until its writers have matched every reader of their topics that the session knows: those in
+the graph of the process that received the request (sim_control's participant has seen the
+client that sent it) and those in the stream's own graph (:func:`wait_for_matches`). A reader
+not matched within ``ack_timeout_s`` is named like a late one.
+
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
 not fail the step (the world did step): the answer succeeds and says which topics were late
@@ -62,6 +70,8 @@ from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
+from rclpy.qos import qos_check_compatible
+from rclpy.qos import QoSCompatibility
 from rclpy.qos import ReliabilityPolicy
 from rclpy.topic_endpoint_info import TopicEndpointInfo
 
@@ -74,6 +84,13 @@ FIGURES_KEPT = 200
 # Only a task that its executor no longer runs (its node removed) gets this far.
 MAX_REARMS = 10_000
 LATE_LOG_INTERVAL_S = 5.0
+# How often a stream looks at its writers' matches again while one is missing.
+MATCH_POLL_S = 0.002
+# Topics outside every stream's namespace that a step publishes.
+SESSION_GLOBAL_TOPICS = ('/clock', '/tf')
+
+# topic -> {reader endpoint GID: the reader's label}: the readers a step must reach.
+ReaderSet = dict[str, dict[bytes, str]]
 
 
 def _settle(future: concurrent.futures.Future, result: Any = None,
@@ -275,12 +292,15 @@ class StreamReport:
         the last acknowledgement (or the time-out).
     :param late: topic -> the reliable readers of that topic, for each topic whose readers did
         not all acknowledge within the time-out.
+    :param unmatched: topic -> the readers that the stream's writer of that topic had not
+        matched when the acknowledgement wait began (see :func:`wait_for_matches`).
     """
 
     stream: str
     step: int
     ack_wait_s: float
     late: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -302,14 +322,53 @@ class StepReport:
                 for topic, readers in report.late.items()}
 
     @property
+    def unmatched(self) -> dict[str, tuple[str, ...]]:
+        """Topic -> readers, for every topic whose writer had not matched them in time."""
+        return {topic: readers for report in self.streams
+                for topic, readers in report.unmatched.items()}
+
+    @property
     def warning(self) -> str | None:
         """One line saying what was late, None when everything was acknowledged."""
-        late = self.late
-        if not late:
-            return None
-        return 'not acknowledged in time: ' + '; '.join(
-            f'{topic} (reliable readers: {", ".join(readers) or "none left"})'
-            for topic, readers in sorted(late.items()))
+        parts = [text for text in (unmatched_text(self.unmatched), late_text(self.late))
+                 if text]
+        return '; '.join(parts) or None
+
+
+def late_text(late: dict[str, tuple[str, ...]]) -> str | None:
+    """Say which topics were not acknowledged in time and by whom (None: none)."""
+    if not late:
+        return None
+    return 'not acknowledged in time: ' + '; '.join(
+        f'{topic} (reliable readers: {", ".join(readers) or "none left"})'
+        for topic, readers in sorted(late.items()))
+
+
+def unmatched_text(unmatched: dict[str, tuple[str, ...]]) -> str | None:
+    """Say which topics' writers had not matched which readers in time (None: none)."""
+    if not unmatched:
+        return None
+    return 'readers not matched in time: ' + '; '.join(
+        f'{topic} ({", ".join(readers)})' for topic, readers in sorted(unmatched.items()))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MatchReport:
+    """
+    How the writers of a session's streams matched the known readers before a step was sent.
+
+    :param wait_s: the longest wait of a stream.
+    :param unmatched: topic -> the readers not matched within the time-out.
+    """
+
+    wait_s: float
+    unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def warning(self) -> str | None:
+        """One line naming the readers not matched before the step, None when all were."""
+        text = unmatched_text(self.unmatched)
+        return None if text is None else f'before the step, {text}'
 
 
 class BarrierTimeout(TimeoutError):
@@ -327,14 +386,27 @@ class DeliverySource(Protocol):
     """The sensor side of a step: answers "barrier N published and acknowledged"."""
 
     name: str
+    # The stream's topics are below it (besides SESSION_GLOBAL_TOPICS).
+    namespace: str
 
-    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+    def matched(self, readers: ReaderSet, timeout_s: float) -> concurrent.futures.Future:
+        """
+        Return a future of topic -> readers not matched, once the stream's writers match.
+
+        It waits until each writer of the stream has matched every reader of ``readers`` on
+        its topic and every compatible reader the stream's own graph knows, at most
+        ``timeout_s``; what is still unmatched then is the result (empty: all matched).
+        """
+
+    def delivered(self, step: int, barrier_timeout_s: float,
+                  readers: ReaderSet) -> concurrent.futures.Future:
         """
         Return a future of the :class:`StreamReport` of ``step``.
 
         It fails with :class:`BarrierTimeout` when the barrier does not come within
-        ``barrier_timeout_s``; once the barrier is out, the acknowledgement wait is bounded by
-        the source's own time-out and ends in a report.
+        ``barrier_timeout_s``; once the barrier is out, the stream waits for its writers to
+        match ``readers`` (as :meth:`matched`) and for the acknowledgements, bounded by the
+        source's own time-out, and ends in a report.
         """
 
 
@@ -363,6 +435,95 @@ def reliable_readers(node: Node, topic: str) -> tuple[str, ...]:
     """Return the names (see reader_label) of the reliable subscribers of ``topic``."""
     return tuple(sorted(reader_label(info) for info in node.get_subscriptions_info_by_topic(topic)
                         if info.qos_profile.reliability == ReliabilityPolicy.RELIABLE))
+
+
+def in_session(topic: str, namespaces: Iterable[str]) -> bool:
+    """Whether a step of streams in ``namespaces`` publishes on ``topic``."""
+    return topic in SESSION_GLOBAL_TOPICS or any(
+        topic.startswith(namespace.rstrip('/') + '/') for namespace in namespaces)
+
+
+def known_readers(node: Node, namespaces: Iterable[str]) -> ReaderSet:
+    """
+    Return the readers that ``node``'s graph knows on the topics of a step of these streams.
+
+    Every reader counts, of any reliability: a writer that has not matched a best-effort
+    reader does not send it the step either.
+    """
+    namespaces = tuple(namespaces)
+    readers: ReaderSet = {}
+    for topic, _ in node.get_topic_names_and_types():
+        if in_session(topic, namespaces):
+            found = {bytes(info.endpoint_gid): reader_label(info)
+                     for info in node.get_subscriptions_info_by_topic(topic)}
+            if found:
+                readers[topic] = found
+    return readers
+
+
+def type_name(message_type: type) -> str:
+    """Return a message class's ROS type name (``sensor_msgs/msg/Imu``)."""
+    return f'{message_type.__module__.split(".")[0]}/msg/{message_type.__name__}'
+
+
+def _compatible(publisher: Publisher, info: TopicEndpointInfo) -> bool:
+    """
+    Whether the publisher can match the reader.
+
+    Not a reader of another type, a transient-local reader of a volatile writer or a reliable
+    one of a best-effort writer: DDS never matches those.
+    """
+    if info.topic_type != type_name(publisher.msg_type):
+        return False
+    compatibility, _ = qos_check_compatible(publisher.qos_profile, info.qos_profile)
+    return compatibility != QoSCompatibility.ERROR
+
+
+def unmatched_readers(node: Node, publishers: Iterable[Publisher],
+                      readers: ReaderSet) -> dict[str, tuple[str, ...]]:
+    """
+    Return topic -> readers that the publisher of that topic has not matched yet.
+
+    A reader of ``readers`` that this process's graph does not know yet is unmatched by its
+    label. rclpy gives a writer's match count, not its readers: while the count is below the
+    compatible readers of the graph, every compatible reader is named, as DDS does not say
+    which one is missing.
+    """
+    unmatched = {}
+    for publisher in publishers:
+        try:
+            topic = publisher.topic_name
+            matched = publisher.get_subscription_count()
+        except InvalidHandle:   # destroyed meanwhile (its bridge went): nobody to match
+            continue
+        infos = node.get_subscriptions_info_by_topic(topic)
+        known = {bytes(info.endpoint_gid) for info in infos}
+        missing = [label for gid, label in readers.get(topic, {}).items() if gid not in known]
+        compatible = [info for info in infos if _compatible(publisher, info)]
+        if matched < len(compatible):
+            missing.extend(reader_label(info) for info in compatible)
+        if missing:
+            unmatched[topic] = tuple(sorted(set(missing)))
+    return unmatched
+
+
+def wait_for_matches(node: Node, publishers: Callable[[], Iterable[Publisher]],
+                     readers: ReaderSet, timeout_s: float) -> dict[str, tuple[str, ...]]:
+    """
+    Block until the publishers have matched every reader they must (see unmatched_readers).
+
+    It blocks, looking again every 2 ms while a match is missing: call it on a thread of its
+    own, never an executor's. Matching is discovery's work, which goes on in Fast DDS's own
+    threads; nothing here can hurry it.
+
+    :return: topic -> readers still unmatched at the deadline (empty: all matched).
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        unmatched = unmatched_readers(node, publishers(), readers)
+        if not unmatched or time.monotonic() >= deadline:
+            return unmatched
+        time.sleep(MATCH_POLL_S)
 
 
 def wait_for_acks(node: Node, publishers: Iterable[Publisher],
@@ -394,28 +555,55 @@ class StreamDelivery:
     One stream of this process as a :class:`DeliverySource`.
 
     :param name: the stream's name.
+    :param namespace: the namespace its topics are in.
     :param barriers: the stream's barrier bookkeeping.
     :param publishers: returns the publishers of the step's messages (clock, INS, clouds,
-        images, camera info, barrier, /tf), asked after the barrier was published.
+        images, camera info, barrier, /tf), asked when they are waited for.
     :param lockstep: the session's lockstep (its ack pool, node and time-out).
+    :param ready: whether the stream can carry a step (it has had its Hello); a step is sent
+        only once it is, within the match time-out. None: always.
     """
 
-    def __init__(self, name: str, barriers: BarrierTracker,
-                 publishers: Callable[[], Iterable[Publisher]], lockstep: 'Lockstep') -> None:
+    def __init__(self, name: str, namespace: str, barriers: BarrierTracker,
+                 publishers: Callable[[], Iterable[Publisher]], lockstep: 'Lockstep',
+                 ready: Callable[[], bool] | None = None) -> None:
         self.name = name
+        self.namespace = namespace
         self._barriers = barriers
         self._publishers = publishers
         self._lockstep = lockstep
+        self._ready = ready
 
-    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+    def matched(self, readers: ReaderSet, timeout_s: float) -> concurrent.futures.Future:
+        """Return a future of the readers not matched in time (see DeliverySource)."""
+        result: concurrent.futures.Future = concurrent.futures.Future()
+
+        def match() -> None:
+            deadline = time.monotonic() + timeout_s
+            while self._ready is not None and not self._ready():
+                if time.monotonic() >= deadline:
+                    _settle(result, {f'sensor stream {self.name}': ('no Hello yet',)})
+                    return
+                time.sleep(MATCH_POLL_S)
+            _settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
+                                             max(0.0, deadline - time.monotonic())))
+        try:
+            self._lockstep.submit(match)
+        except RuntimeError as exc:     # the pool is shut down: the session is going
+            _settle(result, error=exc)
+        return result
+
+    def delivered(self, step: int, barrier_timeout_s: float,
+                  readers: ReaderSet) -> concurrent.futures.Future:
         """Return a future of the stream's :class:`StreamReport` (see DeliverySource)."""
         report: concurrent.futures.Future = concurrent.futures.Future()
         barrier = self._barriers.future(step)
 
         def acknowledge() -> None:
             started = time.monotonic()
-            late = self._lockstep.wait_for_acks(self._publishers())
-            _settle(report, StreamReport(self.name, step, time.monotonic() - started, late))
+            unmatched, late = self._lockstep.wait_for_delivery(self._publishers, readers)
+            _settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
+                                         unmatched))
 
         def published(future: concurrent.futures.Future) -> None:
             if future.cancelled() or report.done():
@@ -461,19 +649,72 @@ class Lockstep:
         self._last: StepReport | None = None
         self._last_late: StepReport | None = None
         self._previous_late_steps = 0
+        self._match_waits_s: deque[float] = deque(maxlen=FIGURES_KEPT)
+        self._unmatched_steps = 0
+        self._previous_unmatched_steps = 0
+        self._last_unmatched: str | None = None
 
     def submit(self, job: Callable[[], None]) -> concurrent.futures.Future:
         """Run a blocking job on an ack thread."""
         return self._pool.submit(job)
 
-    def wait_for_acks(self, publishers: Iterable[Publisher]) -> dict[str, tuple[str, ...]]:
-        """Block until the publishers are acknowledged (an ack thread; see wait_for_acks)."""
-        return wait_for_acks(self.node, publishers, self.ack_timeout_s)
+    def wait_for_delivery(self, publishers: Callable[[], Iterable[Publisher]],
+                          readers: ReaderSet) -> tuple[dict[str, tuple[str, ...]],
+                                                       dict[str, tuple[str, ...]]]:
+        """
+        Block until the publishers matched ``readers`` and are acknowledged (an ack thread).
 
-    def stream(self, name: str, barriers: BarrierTracker,
-               publishers: Callable[[], Iterable[Publisher]]) -> StreamDelivery:
+        One deadline, ``ack_timeout_s``, for both waits.
+
+        :return: the readers not matched, and the topics not acknowledged, at the deadline.
+        """
+        deadline = time.monotonic() + self.ack_timeout_s
+        unmatched = wait_for_matches(self.node, publishers, readers, self.ack_timeout_s)
+        late = wait_for_acks(self.node, publishers(), max(0.0, deadline - time.monotonic()))
+        return unmatched, late
+
+    def stream(self, name: str, namespace: str, barriers: BarrierTracker,
+               publishers: Callable[[], Iterable[Publisher]],
+               ready: Callable[[], bool] | None = None) -> StreamDelivery:
         """Return the :class:`StreamDelivery` of one stream of this process."""
-        return StreamDelivery(name, barriers, publishers, self)
+        return StreamDelivery(name, namespace, barriers, publishers, self, ready)
+
+    def session_readers(self, sources: Sequence[DeliverySource]) -> ReaderSet:
+        """Return the readers this process's graph knows on the step topics of ``sources``."""
+        return known_readers(self.node, [source.namespace for source in sources])
+
+    def step_matched(self, sources: Sequence[DeliverySource]) -> concurrent.futures.Future:
+        """
+        Return a future of the :class:`MatchReport` of the sources before a step is sent.
+
+        The readers known to this process's graph are asked on an ack thread (a graph query
+        per topic), then every source waits for its writers to match them, at most
+        ``ack_timeout_s``. It never fails for a reader: one not matched is in the report.
+        """
+        combined: concurrent.futures.Future = concurrent.futures.Future()
+        started = time.monotonic()
+
+        def ask() -> None:
+            readers = self.session_readers(sources)
+            parts = [source.matched(readers, self.ack_timeout_s) for source in sources]
+            unmatched: dict[str, tuple[str, ...]] = {}
+            for part in parts:
+                try:
+                    unmatched.update(part.result())
+                except Exception as exc:  # noqa: B902 - a source that went: the step says so
+                    _settle(combined, error=exc)
+                    return
+            _settle(combined, MatchReport(time.monotonic() - started, unmatched))
+
+        combined.add_done_callback(self._record_match)
+        if not sources:
+            _settle(combined, MatchReport(0.0))
+            return combined
+        try:
+            self.submit(ask)
+        except RuntimeError as exc:     # the pool is shut down: the session is going
+            _settle(combined, error=exc)
+        return combined
 
     def step_delivered(self, step: int,
                        sources: Sequence[DeliverySource]) -> concurrent.futures.Future:
@@ -511,7 +752,8 @@ class Lockstep:
         if not sources:
             _settle(combined, StepReport(step, ()))
             return combined
-        parts = [source.delivered(step, self.barrier_timeout_s) for source in sources]
+        readers = self.session_readers(sources)
+        parts = [source.delivered(step, self.barrier_timeout_s, readers) for source in sources]
         combined.add_done_callback(lambda _: [part.cancel() for part in parts])
         for name, part in zip(order, parts):
             part.add_done_callback(lambda future, name=name: settled(name, future))
@@ -523,6 +765,32 @@ class Lockstep:
         def barrier_hook(step: int) -> Awaitable:
             return FutureWaiter(self.step_delivered(step, sources()), executor)
         return barrier_hook
+
+    def match_hook(self, executor: Executor,
+                   sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[], Awaitable]:
+        """
+        Return sim_control's ``match_hook``: await the sources' matches before a step.
+
+        ``sources`` may include streams that have not had their first Hello yet: a step sent
+        before a stream is up would reach none of its readers.
+        """
+        def match_hook() -> Awaitable:
+            return FutureWaiter(self.step_matched(sources()), executor)
+        return match_hook
+
+    def _record_match(self, future: concurrent.futures.Future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        report: MatchReport = future.result()
+        with self._lock:
+            self._match_waits_s.append(report.wait_s)
+            if report.unmatched:
+                self._unmatched_steps += 1
+                self._last_unmatched = report.warning
+        if report.unmatched:
+            self.node.get_logger().warning(
+                f'lockstep: a step was sent after {self.ack_timeout_s:g} s without every '
+                f'reader matched: {report.warning}', throttle_duration_sec=LATE_LOG_INTERVAL_S)
 
     def _record(self, future: concurrent.futures.Future) -> None:
         if future.cancelled() or future.exception() is not None:
@@ -550,26 +818,41 @@ class Lockstep:
         with self._lock:
             waits = list(self._waits_s)
             last, last_late = self._last, self._last_late
+            match_waits = list(self._match_waits_s)
             stats = {'steps': self._steps, 'late_steps': self._late_steps,
-                     'failed_steps': self._failed_steps}
+                     'failed_steps': self._failed_steps,
+                     'unmatched_steps': self._unmatched_steps,
+                     'last_unmatched': self._last_unmatched}
         stats.update({
             'last_step': last.step if last is not None else None,
             'ack_wait_last_ms': last.ack_wait_s * 1e3 if last is not None else None,
             'ack_wait_p50_ms': statistics.median(waits) * 1e3 if waits else None,
             'ack_wait_max_ms': max(waits) * 1e3 if waits else None,
+            'match_wait_max_ms': max(match_waits) * 1e3 if match_waits else None,
             'ack_timeout_s': self.ack_timeout_s,
             'last_late_step': last_late.step if last_late is not None else None,
             'last_late': last_late.warning if last_late is not None else None,
         })
         return stats
 
-    def diagnostic_statuses(self) -> list[DiagnosticStatus]:
-        """Return the lockstep status for ``/diagnostics`` (WARN while steps come out late)."""
+    def diagnostic_statuses(self, sources: Sequence[DeliverySource] = ()
+                            ) -> list[DiagnosticStatus]:
+        """
+        Return the lockstep status for ``/diagnostics`` (WARN while steps come out late).
+
+        With the session's ``sources``, ``known_readers`` counts the readers (one per topic)
+        that this process's graph knows on their step topics: those a step is sure to reach.
+        """
         stats = self.stats
+        if sources:
+            stats['known_readers'] = sum(
+                len(found) for found in self.session_readers(sources).values())
         late_now = stats['late_steps'] > self._previous_late_steps
+        unmatched_now = stats['unmatched_steps'] > self._previous_unmatched_steps
         self._previous_late_steps = stats['late_steps']
+        self._previous_unmatched_steps = stats['unmatched_steps']
         return [lockstep_stats_to_status(stats, name=f'{self.node.get_name()}: lockstep',
-                                         late_now=late_now)]
+                                         late_now=late_now, unmatched_now=unmatched_now)]
 
     def destroy(self) -> None:
         """Stop the deadline thread and the ack threads (waits in progress run to their end)."""
@@ -577,13 +860,16 @@ class Lockstep:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def lockstep_stats_to_status(stats: dict[str, Any], *, name: str,
-                             late_now: bool) -> DiagnosticStatus:
+def lockstep_stats_to_status(stats: dict[str, Any], *, name: str, late_now: bool,
+                             unmatched_now: bool = False) -> DiagnosticStatus:
     """Return the lockstep diagnostic status from :attr:`Lockstep.stats`."""
     values = [KeyValue(key=key, value=format_value(value)) for key, value in stats.items()]
     if late_now:
         level = DiagnosticStatus.WARN
         message = f'step {stats["last_late_step"]} {stats["last_late"]}'
+    elif unmatched_now:
+        level = DiagnosticStatus.WARN
+        message = stats['last_unmatched']
     elif stats['steps'] or stats['failed_steps']:
         level = DiagnosticStatus.OK
         message = (f'{stats["steps"]} steps delivered, last acknowledged in '

@@ -304,6 +304,12 @@ class SensorBridge:
         """The (step, stamp_s) of the last barrier published, None before one."""
         return self.barriers.last
 
+    @property
+    def topic_namespace(self) -> str:
+        """The absolute namespace of the stream's relative topics (``/polaris``)."""
+        base = self.node.get_namespace().rstrip('/')
+        return f'{base}/{self.namespace}' if self.namespace else (base or '/')
+
     def step_publishers(self) -> list[Publisher]:
         """Return the publishers of a step's messages: this bridge's own and ``/tf``."""
         publishers = list(self._publishers.values())

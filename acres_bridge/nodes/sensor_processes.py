@@ -26,9 +26,18 @@ rclpy context, DDS participant, ``/diagnostics`` publisher and GIL.
 in JSON lines; the child answers with its own :class:`~acres_bridge.nodes.lockstep.Lockstep`,
 so the acknowledgement wait covers its own writers:
 
-    parent -> child   {"id": 7, "step": 120, "timeout_s": 10.0}
-    child -> parent   {"id": 7, "ack_wait_s": 0.025, "late": {"/polaris/lidar/points": [...]}}
+    parent -> child   {"id": 6, "match": {"/polaris/ins/imu": {"<gid hex>": "/client"}},
+                       "timeout_s": 5.0}
+    child -> parent   {"id": 6, "unmatched": {}}
+    parent -> child   {"id": 7, "step": 120, "timeout_s": 10.0, "readers": {...}}
+    child -> parent   {"id": 7, "ack_wait_s": 0.025, "late": {"/polaris/lidar/points": [...]},
+                       "unmatched": {}}
                       {"id": 7, "barrier_timeout": true}     {"id": 7, "error": "..."}
+
+The readers are those the parent's graph knows on the stream's topics: before a step is sent,
+and again before the acknowledgement wait, the child waits until its writers have matched
+them and every compatible reader of its own graph (lockstep.wait_for_matches), because a
+client's readers may be known to sim_control's participant before this one has matched them.
 
 A child whose stream is not connected answers at once with no wait, as a disconnected stream
 of one process is left out of a step.
@@ -60,6 +69,8 @@ from diagnostic_msgs.msg import KeyValue
 from acres_bridge.nodes.lockstep import _settle
 from acres_bridge.nodes.lockstep import BarrierTimeout
 from acres_bridge.nodes.lockstep import Deadlines
+from acres_bridge.nodes.lockstep import ReaderSet
+from acres_bridge.nodes.lockstep import StreamDelivery
 from acres_bridge.nodes.lockstep import StreamReport
 from acres_bridge.nodes.parameters import SensorBridgeParameters
 
@@ -90,6 +101,38 @@ def _lines(channel: socket.socket) -> Any:
         return
     finally:
         reader.close()
+
+
+def readers_to_json(readers: ReaderSet) -> dict[str, dict[str, str]]:
+    """Return a ReaderSet as JSON: topic -> {GID in hex: label}."""
+    return {topic: {gid.hex(): label for gid, label in found.items()}
+            for topic, found in readers.items()}
+
+
+def readers_from_json(value: Any) -> ReaderSet:
+    """Return the ReaderSet of readers_to_json's JSON; what is not of its form is skipped."""
+    readers: ReaderSet = {}
+    if not isinstance(value, dict):
+        return readers
+    for topic, found in value.items():
+        if not isinstance(found, dict):
+            continue
+        entries = {}
+        for gid, label in found.items():
+            try:
+                entries[bytes.fromhex(gid)] = str(label)
+            except (TypeError, ValueError):
+                continue
+        readers[str(topic)] = entries
+    return readers
+
+
+def _topic_readers(value: Any) -> dict[str, tuple[str, ...]]:
+    """Return a child's topic -> readers answer (late or unmatched) as tuples."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(topic): tuple(str(reader) for reader in readers)
+            for topic, readers in value.items() if isinstance(readers, list)}
 
 
 class _Writer:
@@ -135,7 +178,8 @@ class SensorProcess:
         self._node = node
         self._logger = node.get_logger()
         self._lock = threading.Lock()
-        self._pending: dict[int, tuple[concurrent.futures.Future, int, float]] = {}
+        # request -> (future, its step or None for a match, its time-out)
+        self._pending: dict[int, tuple[concurrent.futures.Future, int | None, float]] = {}
         self._ids = itertools.count(1)
         self._stopping = False
         self._ended = threading.Event()
@@ -194,23 +238,37 @@ class SensorProcess:
 
     # --- lockstep -------------------------------------------------------------------------
 
-    def delivered(self, step: int, barrier_timeout_s: float) -> concurrent.futures.Future:
+    def matched(self, readers: ReaderSet, timeout_s: float) -> concurrent.futures.Future:
+        """Ask the child to match ``readers`` (a DeliverySource); topic -> unmatched readers."""
+        return self._ask({'match': readers_to_json(readers), 'timeout_s': timeout_s},
+                         step=None, timeout_s=timeout_s, limit_s=timeout_s + CHANNEL_SLACK_S,
+                         what='the readers\' matches')
+
+    def delivered(self, step: int, barrier_timeout_s: float,
+                  readers: ReaderSet) -> concurrent.futures.Future:
         """Ask the child for the :class:`StreamReport` of ``step`` (a DeliverySource)."""
+        return self._ask({'step': step, 'timeout_s': barrier_timeout_s,
+                          'readers': readers_to_json(readers)},
+                         step=step, timeout_s=barrier_timeout_s,
+                         limit_s=barrier_timeout_s + self.ack_timeout_s + CHANNEL_SLACK_S,
+                         what=f'step {step}')
+
+    def _ask(self, message: dict[str, Any], *, step: int | None, timeout_s: float,
+             limit_s: float, what: str) -> concurrent.futures.Future:
+        """Send one question to the child; its answer, or an error past ``limit_s``."""
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             request = next(self._ids)
-            self._pending[request] = (future, step, barrier_timeout_s)
+            self._pending[request] = (future, step, timeout_s)
             self._requests += 1
         future.add_done_callback(lambda _: self._forget(request))
-        if not self.running or not self._writer.send(
-                {'id': request, 'step': step, 'timeout_s': barrier_timeout_s}):
+        if not self.running or not self._writer.send({'id': request, **message}):
             _settle(future, error=self._ended_error())
             return future
-        limit_s = barrier_timeout_s + self.ack_timeout_s + CHANNEL_SLACK_S
 
         def expired() -> BaseException:
-            return TimeoutError(f'the sensor process of {self.name} did not answer for step '
-                                f'{step} within {limit_s:g} s')
+            return TimeoutError(f'the sensor process of {self.name} did not answer for {what} '
+                                f'within {limit_s:g} s')
         self._deadlines.fail_after(future, limit_s, expired)
         return future
 
@@ -230,16 +288,18 @@ class SensorProcess:
             if entry is None:
                 continue        # answered too late: the step was failed or cancelled
             future, step, timeout_s = entry
+            unmatched = _topic_readers(message.get('unmatched'))
             if message.get('barrier_timeout'):
                 _settle(future, error=BarrierTimeout(self.name, step, timeout_s))
             elif 'error' in message:
                 _settle(future, error=RuntimeError(
                     f'the sensor process of {self.name}: {message["error"]}'))
+            elif step is None:
+                _settle(future, unmatched)
             else:
-                late = message.get('late') or {}
                 _settle(future, StreamReport(
                     self.name, step, float(message.get('ack_wait_s', 0.0)),
-                    {str(topic): tuple(readers) for topic, readers in late.items()}))
+                    _topic_readers(message.get('late')), unmatched))
         self._ended.set()
         with self._lock:
             pending = [future for future, _, _ in self._pending.values()]
@@ -330,19 +390,54 @@ class _ChildChannel:
     def _read(self) -> None:
         for message in _lines(self._channel):
             step, timeout_s = message.get('step'), message.get('timeout_s')
-            if isinstance(step, int) and isinstance(timeout_s, (int, float)):
-                self._answer(message.get('id'), step, float(timeout_s))
+            if not isinstance(timeout_s, (int, float)):
+                continue
+            readers = readers_from_json(message.get('match', message.get('readers')))
+            if 'match' in message:
+                self._match(message.get('id'), readers, float(timeout_s))
+            elif isinstance(step, int):
+                self._answer(message.get('id'), step, float(timeout_s), readers)
         if not self._closing:
             # The parent closed the channel or is gone: this process ends with it.
             self._node.context.try_shutdown()
 
-    def _answer(self, request: Any, step: int, timeout_s: float) -> None:
+    def _delivery(self, *, starting: bool = False) -> StreamDelivery | None:
+        """
+        Return the stream's delivery, None while it is not connected (nothing to wait for).
+
+        With ``starting`` (before a step is sent) a stream that has not had its first Hello
+        is waited for too (see bridge.SessionBridge._streams).
+        """
         bridge = self._node.bridge
-        if bridge is None or not bridge.connected:
+        if bridge is None or not (bridge.connected or (starting and bridge.hello is None)):
+            return None
+        return self._lockstep.stream(bridge.name, bridge.topic_namespace, bridge.barriers,
+                                     bridge.step_publishers,
+                                     ready=lambda: bridge.hello is not None)
+
+    def _match(self, request: Any, readers: ReaderSet, timeout_s: float) -> None:
+        delivery = self._delivery(starting=True)
+        if delivery is None:
+            self._writer.send({'id': request, 'unmatched': {}})
+            return
+
+        def done(future: concurrent.futures.Future) -> None:
+            if future.cancelled():
+                return
+            error = future.exception()
+            if error is not None:
+                self._writer.send({'id': request, 'error': f'{type(error).__name__}: {error}'})
+            else:
+                self._writer.send({'id': request, 'unmatched': {
+                    topic: list(names) for topic, names in future.result().items()}})
+        delivery.matched(readers, timeout_s).add_done_callback(done)
+
+    def _answer(self, request: Any, step: int, timeout_s: float, readers: ReaderSet) -> None:
+        delivery = self._delivery()
+        if delivery is None:
             self._writer.send({'id': request, 'ack_wait_s': 0.0, 'late': {}})
             return
-        delivery = self._lockstep.stream(bridge.name, bridge.barriers, bridge.step_publishers)
-        future = delivery.delivered(step, timeout_s)
+        future = delivery.delivered(step, timeout_s, readers)
 
         def done(future: concurrent.futures.Future) -> None:
             if future.cancelled():
@@ -355,8 +450,10 @@ class _ChildChannel:
             else:
                 report: StreamReport = future.result()
                 self._writer.send({'id': request, 'ack_wait_s': report.ack_wait_s,
-                                   'late': {topic: list(readers)
-                                            for topic, readers in report.late.items()}})
+                                   'late': {topic: list(names)
+                                            for topic, names in report.late.items()},
+                                   'unmatched': {topic: list(names)
+                                                 for topic, names in report.unmatched.items()}})
         future.add_done_callback(done)
 
     def close(self) -> None:

@@ -121,6 +121,7 @@ RESULT_OPERATION_FAILED = Result.RESULT_OPERATION_FAILED
 _SCOPE_SPAWNED = 4
 
 BarrierHook = Callable[[int], Awaitable[Any]]
+MatchHook = Callable[[], Awaitable[Any]]
 Reply = dict[str, Any]
 
 
@@ -135,6 +136,10 @@ class SimControlNode(Node):
         step, before the service or the action answers; it may return any awaitable rclpy
         can await in a coroutine (an rclpy Future, a coroutine, a ``FutureWaiter``). An
         exception from it turns the answer into RESULT_OPERATION_FAILED with its text.
+    :param match_hook: awaited before every step request is sent (lockstep: the sensor
+        writers match every reader the session knows); what it returns may carry a
+        ``warning``, added to the step's result message. An exception from it fails the step
+        before anything is sent.
     :param on_hello: called on the control reader thread with each successful hello reply
         (one is requested on every connection).
     :param kwargs: passed to ``rclpy.node.Node`` (namespace, context, parameter_overrides...).
@@ -144,6 +149,7 @@ class SimControlNode(Node):
     def __init__(self, node_name: str = 'sim_control', *,
                  parameters: SimControlParameters | None = None,
                  barrier_hook: BarrierHook | None = None,
+                 match_hook: MatchHook | None = None,
                  on_hello: Callable[[Reply], None] | None = None, **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         with destroyed_on_parameter_error(super().destroy_node):
@@ -151,6 +157,7 @@ class SimControlNode(Node):
                                else declare_sim_control_parameters(self))
         self.shape = detect_shape()
         self.barrier_hook = barrier_hook
+        self.match_hook = match_hook
         self._on_hello = on_hello
         self._hello_lock = threading.Lock()
         self._hello: Reply | None = None
@@ -388,6 +395,27 @@ class SimControlNode(Node):
         response.result = result_from_reply(reply)
         return reply
 
+    async def _step(self, result_holder: Any, steps: int, **fields: Any) -> None:
+        """
+        Send one step request between the two lockstep hooks; fill ``result_holder.result``.
+
+        The match hook comes first: a step is sent only once the sensor writers have matched
+        the readers the session knows (or the wait ran out, which the result then says).
+        """
+        warning = None
+        if self.match_hook is not None:
+            try:
+                warning = getattr(await self.match_hook(), 'warning', None)
+            except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
+                result_holder.result = failed_result(f'step not sent: {exc}')
+                return
+        reply = await self._call(result_holder, 'step', timeout_s=self.step_timeout_s(steps),
+                                 steps=steps, **fields)
+        if reply is not None and result_holder.result.result == RESULT_OK:
+            await self._after_step(reply, result_holder.result)
+        if warning:
+            add_warning(result_holder.result, warning)
+
     async def _after_step(self, reply: Reply, result: Result) -> None:
         """
         Await the barrier hook with the step's barrier; a failure fails the result.
@@ -435,11 +463,7 @@ class SimControlNode(Node):
         await self._call(response, 'set_state', state=request.state.state)
 
     async def _step_simulation(self, request: Any, response: Any) -> None:
-        steps = request.steps
-        reply = await self._call(response, 'step', timeout_s=self.step_timeout_s(steps),
-                                 steps=steps)
-        if reply is not None and response.result.result == RESULT_OK:
-            await self._after_step(reply, response.result)
+        await self._step(response, request.steps)
 
     async def _simulate_steps(self, goal_handle: Any) -> Any:
         action_type = self._simulate_steps_type
@@ -452,10 +476,7 @@ class SimControlNode(Node):
 
         result = action_type.Result()
         try:
-            reply = await self._call(result, 'step', timeout_s=self.step_timeout_s(steps),
-                                     on_progress=on_progress, steps=steps, progress=True)
-            if reply is not None and result.result.result == RESULT_OK:
-                await self._after_step(reply, result.result)
+            await self._step(result, steps, on_progress=on_progress, progress=True)
         except ReplyError as exc:
             result.result = failed_result(f'malformed step reply: {exc}')
         if result.result.result == RESULT_OK:
