@@ -21,7 +21,6 @@ The delivery itself (barriers and acknowledgements across processes) is test_loc
 import concurrent.futures
 import threading
 
-from conftest import wait_until
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -31,6 +30,7 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rclpy.topic_endpoint_info import TopicEndpointInfo
 from std_msgs.msg import String
+from support.waiting import wait_until
 
 from acres_bridge.nodes.lockstep import BarrierTimeout
 from acres_bridge.nodes.lockstep import BarrierTracker
