@@ -50,8 +50,8 @@ TOPICS = {**AGENT_TOPICS, **GLOBAL_TOPICS}
 
 
 @pytest.fixture
-def graph(ros_context, spinning):
-    """Start a SensorBridgeNode on a port, with a tap and a recorder: ``graph(port)``."""
+def start_bridge(ros_context, spinning):
+    """Start a SensorBridgeNode on a port, with a tap and a recorder: ``start_bridge(port)``."""
     made = []
 
     def start(port: int, **parameters):
@@ -84,10 +84,10 @@ def _step(emulator, recorder, barriers: int) -> None:
 
 
 def test_a_restarted_stream_brings_the_data_back_with_the_new_layout(
-        emulator_factory, graph, capfd):
+        emulator_factory, start_bridge, capfd):
     first = emulator_factory(vehicles=('polaris',), lockstep=True)
     port = first.sensor_ports[0]
-    node, tap, recorder = graph(port, point_fields='xyzirt')
+    node, tap, recorder = start_bridge(port, point_fields='xyzirt')
     tap.wait(lambda tap: len(tap.of(HelloFrame)) == 1, what='the first Hello')
     wait_matched(node.bridge.publishers.values())
     _step(first, recorder, 1)
@@ -129,10 +129,10 @@ def _lidar_mount(message) -> tuple[float, float, float] | None:
     return None
 
 
-def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, graph):
+def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, start_bridge):
     emulator = emulator_factory(vehicles=('polaris',), lockstep=True)
     with FaultProxy(emulator.sensor_ports[0]) as proxy:
-        node, tap, recorder = graph(proxy.port)
+        node, tap, recorder = start_bridge(proxy.port)
         tap.wait(lambda tap: len(tap.of(HelloFrame)) == 1, what='the Hello')
         wait_matched(node.bridge.publishers.values())
         for hellos, action in enumerate(('bad_magic', 'cut', 'huge_header'), start=2):
@@ -156,9 +156,9 @@ def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, g
         assert recorder.count('/tf_static') == 1
 
 
-def test_a_refused_port_is_an_error_until_the_simulator_starts(emulator_factory, graph):
+def test_a_refused_port_is_an_error_until_the_simulator_starts(emulator_factory, start_bridge):
     port = free_port()
-    node, tap, recorder = graph(port)
+    node, tap, recorder = start_bridge(port)
     refused = recorder.wait_for('/diagnostics', lambda m: _status(m)[0] == m.status[0].ERROR)
     assert _status(refused)[1] == (
         f'disconnected: cannot connect to 127.0.0.1:{port}: connection refused')

@@ -36,7 +36,8 @@ from acres_bridge.nodes.outbox import Outbox
 
 
 @pytest.fixture
-def graph(ros_context, spinning):
+def loopback(ros_context, spinning):
+    """Give a node, its publisher of outbox/text, and wait_for(count) of its own subscriber."""
     node = spinning.add(Node('outbox_test', context=ros_context))
     received: list[str] = []
     arrived = threading.Condition()
@@ -66,16 +67,16 @@ def test_the_fast_path_is_in_use_in_this_prefix():
     assert rcl_publish.RCL_AVAILABLE
 
 
-def test_a_serialised_message_goes_out_as_it_is_from_any_buffer(graph):
-    _, publisher, wait_for = graph
+def test_a_serialised_message_goes_out_as_it_is_from_any_buffer(loopback):
+    _, publisher, wait_for = loopback
     rcl_publish.publish_serialised(publisher, bytearray(serialize_message(String(data='one'))))
     rcl_publish.publish_serialised(publisher, serialize_message(String(data='two')))
     rcl_publish.publish_serialised(publisher, memoryview(serialize_message(String(data='3'))))
     assert wait_for(3) == ['one', 'two', '3']
 
 
-def test_messages_go_out_in_order_and_their_buffers_come_back(graph):
-    _, publisher, wait_for = graph
+def test_messages_go_out_in_order_and_their_buffers_come_back(loopback):
+    _, publisher, wait_for = loopback
     outbox = Outbox('test', on_error=lambda kind, exc: pytest.fail(f'{kind}: {exc}'))
     outbox.start()
     released: list[str] = []
@@ -92,8 +93,8 @@ def test_messages_go_out_in_order_and_their_buffers_come_back(graph):
     assert outbox.failed == {}
 
 
-def test_a_failed_publication_is_counted_and_the_next_goes_out(ros_context, graph):
-    node, publisher, wait_for = graph
+def test_a_failed_publication_is_counted_and_the_next_goes_out(ros_context, loopback):
+    node, publisher, wait_for = loopback
     doomed = node.create_publisher(String, 'outbox/doomed', 10)
     node.destroy_publisher(doomed)
     errors: list[tuple[str, str]] = []
@@ -112,8 +113,8 @@ def test_a_failed_publication_is_counted_and_the_next_goes_out(ros_context, grap
     assert wait_for(1) == ['kept']
 
 
-def test_a_full_outbox_refuses_after_its_wait_and_gives_the_buffer_back(graph):
-    _, publisher, _ = graph
+def test_a_full_outbox_refuses_after_its_wait_and_gives_the_buffer_back(loopback):
+    _, publisher, _ = loopback
     outbox = Outbox('test', on_error=lambda kind, exc: None, capacity=2)
     released: list[str] = []
     # Not started: nothing leaves the queue.
