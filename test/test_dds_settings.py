@@ -377,6 +377,21 @@ def test_the_default_file_of_the_working_directory_is_the_user_profile_too(tmp_p
     assert environ[variable] == configuration.profile
 
 
+def test_a_user_value_that_falls_short_is_kept_and_named_with_its_cost_and_fix(tmp_path):
+    fast_dds = _fast_dds()
+    variable = dds.profile_variable(fast_dds)
+    path = tmp_path / 'slow.xml'
+    path.write_text(dds.profile_xml(fast_dds.major, local_discovery=True,
+                                    heartbeat_period_ms=3000))
+    environ = {variable: str(path)}
+    configuration = dds.configure(environ, cwd=str(tmp_path))
+    assert environ == {variable: str(path)} and 'as it is' in configuration.summary
+    assert len(configuration.warnings) == 1
+    warning = configuration.warnings[0]
+    assert warning.startswith('the writer heartbeat stays 3000 ms (the ')
+    assert 'may lag by up to the period' in warning and 'Fix: <heartbeat' in warning
+
+
 def test_the_variable_of_the_other_version_is_not_a_profile_for_this_one(tmp_path):
     fast_dds = _fast_dds()
     other_variable = dds.profile_variable(_other(fast_dds))
@@ -511,6 +526,19 @@ def test_within_a_user_profile_the_bridge_heartbeat_and_segment_take_effect(prof
     alone = _run_probe('as-is', 'ack', '/dds_ack_user_alone', **{variable: path})
     assert all(elapsed > STOCK_ACK_S for elapsed, _ in alone['acks']), alone
     assert max(alone['segments']) < dds.SHM_SEGMENT_BYTES, alone
+
+
+@pytest.mark.ros
+def test_a_heartbeat_the_user_sets_is_the_one_the_bridge_writers_get(tmp_path):
+    pytest.importorskip('rclpy')
+    fast_dds = _fast_dds()
+    path = tmp_path / 'slow.xml'
+    path.write_text(dds.profile_xml(fast_dds.major, local_discovery=True,
+                                    heartbeat_period_ms=3000))
+    slow = _run_probe('bridge', 'ack', '/dds_ack_user_slow',
+                      **{dds.profile_variable(fast_dds): str(path)})
+    assert slow['matched'], slow
+    assert all(elapsed > STOCK_ACK_S for elapsed, _ in slow['acks']), slow
 
 
 @pytest.mark.ros

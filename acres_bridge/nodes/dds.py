@@ -157,7 +157,8 @@ def loaded_fast_dds(maps: str = '/proc/self/maps') -> FastDds | None:
 
 
 def _duration(tag: str, milliseconds: int) -> str:
-    return (f'<{tag}><sec>0</sec><nanosec>{milliseconds * 1_000_000}</nanosec></{tag}>')
+    seconds, rest_ms = divmod(milliseconds, 1000)
+    return f'<{tag}><sec>{seconds}</sec><nanosec>{rest_ms * 1_000_000}</nanosec></{tag}>'
 
 
 def profile_xml(major: int, *, local_discovery: bool,
