@@ -27,7 +27,9 @@ own with a reader process on stock settings:
   the XML) a writer of a bounded type maps no data-sharing segment.
 
 The same runs with the package's shipped profile for this Fast DDS, and with the one for the
-other major version, which this Fast DDS rejects as a whole.
+other major version, which this Fast DDS rejects as a whole; and with a user's profile that
+sets only transports or is spelled for the other version, where the bridge's process still
+gets every setting and the user's other processes keep what the profile gives them.
 
 Run as a script, this file is the probe and reader processes.
 """
@@ -43,6 +45,8 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 import pytest
+import user_profiles
+from user_profiles import write_transports_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -320,24 +324,72 @@ def test_discovery_is_kept_local_with_the_variables_each_distribution_reads():
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'ROS_LOCALHOST_ONLY': '1', 'HOME': '/h'}
 
 
-def test_a_profile_of_the_user_takes_precedence_and_sets_nothing(tmp_path):
+def test_a_user_profile_that_sets_everything_is_used_as_it_is(tmp_path):
     fast_dds = _fast_dds()
     variable = dds.profile_variable(fast_dds)
-    given = str(tmp_path / 'mine.xml')
-    environ = {variable: given}
+    shipped = dds.shipped_profile(fast_dds)
+    for extra in ({}, {'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'}):
+        environ = {variable: shipped, **extra}
+        configuration = dds.configure(environ, cwd=str(tmp_path))
+        assert environ == {variable: shipped, **extra} and configuration.changes == ()
+        assert f'your profile {shipped} ({variable}) as it is' in configuration.summary
+        assert configuration.warnings == ()
+
+
+def test_a_user_profile_gets_the_bridge_settings_it_leaves_unset_in_the_bridge_only(tmp_path):
+    fast_dds = _fast_dds()
+    variable = dds.profile_variable(fast_dds)
+    given = write_transports_only(tmp_path)
+    environ = {variable: given, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
     configuration = dds.configure(environ, cwd=str(tmp_path))
-    assert environ == {variable: given} and configuration.variable is None
-    assert f'the profile {given} from {variable}' in configuration.summary
-    assert 'applies none of its own' in configuration.summary
-    # The version's default file in the working directory counts as the user's too.
+    merged = environ[variable]
+    assert merged == configuration.profile != given and configuration.warnings == ()
+    assert f"your profile {given} ({variable}) with the bridge's settings" in (
+        configuration.summary)
+    with open(merged, encoding='utf-8') as stream:
+        root = ElementTree.fromstring(stream.read())
+    # The user's transports and profile names stay, the whitelist included.
+    assert [(element.tag.split('}')[-1], element.get('profile_name'),
+             element.get('is_default_profile')) for element in root.find('{*}profiles')
+            if element.get('profile_name')][0] == ('participant', 'loopback_only', 'true')
+    assert [element.text for element in root.findall('.//{*}address')] == ['127.0.0.1']
+    assert _tags(ElementTree.tostring(root, encoding='unicode')) <= _schema_elements(fast_dds)
+    # The process gets the merged copy; restoring gives the user's own file back.
+    dds.restore(configuration, environ)
+    assert environ == {variable: given, 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def test_the_default_file_of_the_working_directory_is_the_user_profile_too(tmp_path):
+    fast_dds = _fast_dds()
+    variable = dds.profile_variable(fast_dds)
     default_file = tmp_path / dds.DEFAULT_PROFILE_FILES[3 if fast_dds.major >= 3 else 2]
-    default_file.write_text('<dds/>')
+    default_file.write_text(user_profiles.TRANSPORTS_ONLY)
     environ = {}
-    assert 'working directory' in dds.configure(environ, cwd=str(tmp_path)).summary
+    configuration = dds.configure(environ, cwd=str(tmp_path))
+    assert f'your profile {default_file} (the working directory)' in configuration.summary
+    # Fast DDS would load the file itself besides the merged copy: not in the bridge's process.
+    assert environ == {variable: configuration.profile, 'SKIP_DEFAULT_XML_FILE': '1'}
+    dds.restore(configuration, environ)
     assert environ == {}
     environ = {'SKIP_DEFAULT_XML_FILE': '1'}
     configuration = dds.configure(environ, cwd=str(tmp_path))
+    assert "the bridge's own settings" in configuration.summary
     assert environ[variable] == configuration.profile
+
+
+def test_a_user_value_that_falls_short_is_kept_and_named_with_its_cost_and_fix(tmp_path):
+    fast_dds = _fast_dds()
+    variable = dds.profile_variable(fast_dds)
+    path = tmp_path / 'slow.xml'
+    path.write_text(dds.profile_xml(fast_dds.major, local_discovery=True,
+                                    heartbeat_period_ms=3000))
+    environ = {variable: str(path)}
+    configuration = dds.configure(environ, cwd=str(tmp_path))
+    assert environ == {variable: str(path)} and 'as it is' in configuration.summary
+    assert len(configuration.warnings) == 1
+    warning = configuration.warnings[0]
+    assert warning.startswith('the writer heartbeat stays 3000 ms (the ')
+    assert 'may lag by up to the period' in warning and 'Fix: <heartbeat' in warning
 
 
 def test_the_variable_of_the_other_version_is_not_a_profile_for_this_one(tmp_path):
@@ -351,24 +403,39 @@ def test_the_variable_of_the_other_version_is_not_a_profile_for_this_one(tmp_pat
     assert environ == {other_variable: '/somewhere/profile.xml'}
 
 
-def test_a_user_profile_in_the_other_version_spelling_is_reported(tmp_path):
+def test_a_user_profile_in_the_other_version_spelling_is_named_and_replaced(tmp_path):
     fast_dds = _fast_dds()
-    environ = {dds.profile_variable(fast_dds): dds.shipped_profile(_other(fast_dds))}
+    other = _other(fast_dds)
+    given = dds.shipped_profile(other)
+    environ = {dds.profile_variable(fast_dds): given}
     configuration = dds.configure(environ, cwd=str(tmp_path))
     assert len(configuration.warnings) == 1
-    assert f'{fast_dds} rejects the whole file' in configuration.warnings[0]
-    environ = {dds.profile_variable(fast_dds): dds.shipped_profile(fast_dds)}
-    assert dds.configure(environ, cwd=str(tmp_path)).warnings == ()
+    warning = configuration.warnings[0]
+    assert f'is a profile for Fast DDS {other.major}.x' in warning
+    assert f'{fast_dds} rejects the whole file' in warning
+    # The fix names the profile for this version and the renamed tags.
+    assert dds.shipped_profile(fast_dds) in warning and 'heartbeat' in warning
+    assert "the bridge's own settings" in configuration.summary
+    assert f'in place of {given}' in configuration.summary
+    assert environ[dds.profile_variable(fast_dds)] == configuration.profile
+    dds.restore(configuration, environ)
+    assert environ == {dds.profile_variable(fast_dds): given}
 
 
-def test_a_missing_user_profile_is_reported(tmp_path):
+@pytest.mark.parametrize('content', [None, '<dds><profiles><participant></dds>'],
+                         ids=['missing', 'not well-formed'])
+def test_a_user_profile_fast_dds_cannot_load_is_reported_and_replaced(tmp_path, content):
     fast_dds = _fast_dds()
-    missing = str(tmp_path / 'missing.xml')
-    configuration = dds.configure({dds.profile_variable(fast_dds): missing}, cwd=str(tmp_path))
-    assert configuration.variable is None
-    assert configuration.warnings == (
-        f'{missing} ({dds.profile_variable(fast_dds)}) is not a file: Fast DDS loads nothing '
-        'from it',)
+    variable = dds.profile_variable(fast_dds)
+    path = tmp_path / 'mine.xml'
+    if content is not None:
+        path.write_text(content)
+    configuration = dds.configure({variable: str(path)}, cwd=str(tmp_path))
+    assert configuration.variable == variable
+    assert "the bridge's own settings" in configuration.summary
+    assert len(configuration.warnings) == 1
+    assert configuration.warnings[0].startswith(f'{path} ({variable}) is not ')
+    assert dds.shipped_profile(fast_dds) in configuration.warnings[0]
 
 
 def test_transports_the_user_chose_by_name_are_left_alone(tmp_path):
@@ -443,6 +510,46 @@ def test_data_sharing_stays_off_when_rmw_leaves_it_to_the_xml():
                       RMW_FASTRTPS_USE_QOS_FROM_XML='1')['data_sharing']
 
 
+@pytest.mark.ros
+@pytest.mark.parametrize('profile', ['transports only', 'other version'])
+def test_within_a_user_profile_the_bridge_heartbeat_and_segment_take_effect(profile, tmp_path):
+    pytest.importorskip('rclpy')
+    fast_dds = _fast_dds()
+    variable = dds.profile_variable(fast_dds)
+    path = (write_transports_only(tmp_path) if profile == 'transports only'
+            else dds.shipped_profile(_other(fast_dds)))
+    bridge = _run_probe('bridge', 'ack', '/dds_ack_user_bridge', **{variable: path})
+    assert bridge['matched'], bridge
+    assert all(acked and elapsed < PROMPT_ACK_S for elapsed, acked in bridge['acks']), bridge
+    assert max(bridge['segments']) >= dds.SHM_SEGMENT_BYTES, bridge
+    # The user's profile alone, as the user's other processes have it: stock writers.
+    alone = _run_probe('as-is', 'ack', '/dds_ack_user_alone', **{variable: path})
+    assert all(elapsed > STOCK_ACK_S for elapsed, _ in alone['acks']), alone
+    assert max(alone['segments']) < dds.SHM_SEGMENT_BYTES, alone
+
+
+@pytest.mark.ros
+def test_a_heartbeat_the_user_sets_is_the_one_the_bridge_writers_get(tmp_path):
+    pytest.importorskip('rclpy')
+    fast_dds = _fast_dds()
+    path = tmp_path / 'slow.xml'
+    path.write_text(dds.profile_xml(fast_dds.major, local_discovery=True,
+                                    heartbeat_period_ms=3000))
+    slow = _run_probe('bridge', 'ack', '/dds_ack_user_slow',
+                      **{dds.profile_variable(fast_dds): str(path)})
+    assert slow['matched'], slow
+    assert all(elapsed > STOCK_ACK_S for elapsed, _ in slow['acks']), slow
+
+
+@pytest.mark.ros
+def test_within_a_user_profile_data_sharing_stays_off_when_the_qos_comes_from_the_xml(tmp_path):
+    pytest.importorskip('rclpy')
+    env = {dds.profile_variable(_fast_dds()): write_transports_only(tmp_path),
+           'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'}
+    assert not _run_probe('bridge', 'none', '/dds_sharing_user_bridge', **env)['data_sharing']
+    assert _run_probe('as-is', 'none', '/dds_sharing_user_alone', **env)['data_sharing']
+
+
 # --- every way a user starts the bridge ---------------------------------------------------------
 
 
@@ -506,7 +613,7 @@ def test_every_way_of_starting_the_bridge_logs_and_gets_its_configuration(how):
     dds_lines = [line for line in lines if 'DDS: ' in line]
     assert len(dds_lines) == 1, text
     if given:
-        assert f'the profile {given} from {variable}' in dds_lines[0], text
+        assert f'your profile {given} ({variable}) as it is' in dds_lines[0], text
     else:
         assert f"{fast_dds}, the bridge's own settings" in dds_lines[0], text
     assert 'did not take effect' not in text and 'rejects the whole file' not in text, text

@@ -657,12 +657,13 @@ def _bridge_argv(port: int, command: str | None = None, prefix: str = sys.prefix
 
 
 def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None,
-            prefix: str = sys.prefix) -> dict[str, str]:
+            prefix: str = sys.prefix, profile_file: str | None = None) -> dict[str, str]:
     """
     Return the environment of every process of one run: a local-only graph of its own.
 
     ``stock``: no Fast DDS variable at all, as a new user has it. ``profile``: the package's
-    profile spelled for ``fast_dds``, the Fast DDS of the prefix.
+    profile spelled for ``fast_dds``, the Fast DDS of the prefix, or ``profile_file`` (a
+    user's own, the other version's), each with ``RMW_FASTRTPS_USE_QOS_FROM_XML=1``.
     """
     env = {name: value for name, value in os.environ.items()
            if name not in dds.USER_VARIABLES}
@@ -678,6 +679,8 @@ def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None,
         if fast_dds is None:
             raise ValueError('the profile configuration needs the Fast DDS of the prefix')
         env.update(dds.shipped_profile_environment(fast_dds))
+        if profile_file is not None:
+            env[dds.profile_variable(fast_dds)] = os.path.abspath(profile_file)
     elif config != 'stock':
         raise ValueError(f'unknown DDS configuration {config!r}')
     return env
@@ -791,7 +794,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
              work_dir: str, depth: int, large_depth: int, render_every: int,
              emulator_nice: int = 0, profile: bool = False,
              bridge_command: str | None = None, drive: str = 'play', variants: bool = True,
-             floor_beside: bool = False, prefix: str = sys.prefix) -> dict[str, Any]:
+             floor_beside: bool = False, prefix: str = sys.prefix,
+             profile_file: str | None = None) -> dict[str, Any]:
     """
     Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures.
 
@@ -801,7 +805,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     from acres_bridge.protocol.control import ControlClient
     tag = run_tag(mode, config, drive, rate)
     fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
-    env = dds_env(config, domain_id, fast_dds, prefix)
+    env = dds_env(config, domain_id, fast_dds, prefix, profile_file)
     me = [prefix_python(prefix), os.path.abspath(__file__)]
     sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
@@ -1087,7 +1091,7 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   bridge_command: str | None = None,
                   drives: Sequence[str] = DEFAULT_DRIVES, variants: bool = True,
                   floor_beside: bool = False, prefix: str = sys.prefix,
-                  log: Any = print) -> dict[str, Any]:
+                  profile_file: str | None = None, log: Any = print) -> dict[str, Any]:
     """
     Run every (drive, rate, config, mode); return the report (also the JSON document).
 
@@ -1110,7 +1114,7 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                                       emulator_nice=emulator_nice, profile=profile,
                                       bridge_command=bridge_command, drive=drive,
                                       variants=variants, floor_beside=floor_beside,
-                                      prefix=prefix)
+                                      prefix=prefix, profile_file=profile_file)
                     if result.get('floor_beside'):
                         result['vs_floor_beside'] = _ratios(result, result['floor_beside'])
                     log(_summary_line(result))
@@ -1118,7 +1122,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                     runs.append(result)
                 if 'bridge' in pair and 'floor' in pair:
                     pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
-    profile_path = dds.shipped_profile(fast_dds) if fast_dds is not None else None
+    profile_path = profile_file or (
+        dds.shipped_profile(fast_dds) if fast_dds is not None else None)
     return {
         'machine': {'cores': os.cpu_count(), 'platform': platform.platform(),
                     'python': platform.python_version(), 'processor': platform.processor(),
@@ -1366,6 +1371,9 @@ def _parser() -> argparse.ArgumentParser:
                         default=list(DEFAULT_CONFIGS),
                         help='DDS configurations: stock (nothing in the environment), profile '
                              '(the shipped profile for the prefix\'s Fast DDS); default both')
+    parser.add_argument('--profile-file', default=None, metavar='XML',
+                        help='the profile configuration loads this file instead of the shipped '
+                             'profile (a user\'s own, or the other Fast DDS version\'s)')
     parser.add_argument('--drives', nargs='+', choices=DEFAULT_DRIVES,
                         default=list(DEFAULT_DRIVES),
                         help='play (the emulator plays at the rate) and/or lockstep '
@@ -1478,7 +1486,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 float(item.split('=')[0]): float(item.split('=')[1])
                 for item in args.rate_seconds},
             drives=args.drives, variants=args.variants, floor_beside=args.floor_beside,
-            prefix=prefix, log=lambda text: print(text, flush=True))
+            prefix=prefix, profile_file=args.profile_file,
+            log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name)
     with open(base + '.json', 'w', encoding='utf-8') as stream:

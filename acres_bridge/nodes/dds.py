@@ -25,12 +25,24 @@ added, so readers on other hosts work as before.
 
 A profile the user gives (``FASTDDS_DEFAULT_PROFILES_FILE`` for Fast DDS 3,
 ``FASTRTPS_DEFAULT_PROFILES_FILE`` for 2.x, or the version's default file in the working
-directory) takes precedence: then nothing of the bridge's is applied.
+directory) stays in force with its transports, names and defaults. The bridge's process alone
+loads a copy with the bridge's writer settings filled in where the file leaves them unset
+(:mod:`acres_bridge.nodes.dds_profile`); a setting the file sets and that falls short is kept
+and reported with its cost and its fix. Other processes never see the copy.
 
-Fast DDS 3 renamed some tags of 2.x (``heartbeatPeriod`` became ``heartbeat_period``) and
-both versions reject a whole file for a tag they do not know, without a word at the default
-log level. The tags are therefore spelled for the version found, and a user's profile with the
-other version's spelling is reported.
+Fast DDS 3 renamed some tags of 2.x (``heartbeatPeriod`` became ``heartbeat_period``,
+``publisher`` became ``data_writer``) and both versions reject a whole file for a tag they do
+not know, without a word at the default log level. The tags are therefore spelled for the
+version found. A user's profile with the other version's spelling, a file that is not
+well-formed or not there is named in the log, with the fix; Fast DDS loads nothing of it in
+any process, so the bridge applies its own settings as if none were given.
+
+rmw_fastrtps (Jazzy 8.4, Kilted 9.x) sets three writer settings itself unless
+``RMW_FASTRTPS_USE_QOS_FROM_XML=1``: synchronous publishing (or
+``RMW_FASTRTPS_PUBLICATION_MODE``), history memory by reallocation, data sharing off. Those are
+the bridge's choices, so the bridge never sets that variable; with it, the same three come
+from the profile, where the bridge fills them in too. The heartbeat and the transports always
+come from the profile.
 """
 
 from collections.abc import Mapping
@@ -42,6 +54,14 @@ import os
 import re
 import sys
 import tempfile
+import xml.etree.ElementTree as ElementTree
+
+from acres_bridge.nodes import dds_profile
+from acres_bridge.nodes.dds_profile import HEARTBEAT_PERIOD_MS
+from acres_bridge.nodes.dds_profile import PROFILE_TAGS
+from acres_bridge.nodes.dds_profile import RENAMED_TAGS
+from acres_bridge.nodes.dds_profile import SHM_PORT_QUEUE_CAPACITY
+from acres_bridge.nodes.dds_profile import SHM_SEGMENT_BYTES
 
 # The environment variable each Fast DDS major version reads for its profile file, and the
 # file it loads from the working directory unless SKIP_DEFAULT_XML_FILE=1.
@@ -50,25 +70,6 @@ DEFAULT_PROFILE_FILES = {2: 'DEFAULT_FASTRTPS_PROFILES.xml', 3: 'DEFAULT_FASTDDS
 FAST_DDS_RMWS = ('rmw_fastrtps_cpp', 'rmw_fastrtps_dynamic_cpp')
 # The package's opt-in single-host profile (config/), one file per Fast DDS major version.
 SHIPPED_PROFILES = {2: 'fastdds2_large_data.xml', 3: 'fastdds_large_data.xml'}
-
-# Fast DDS 2.x spelling -> Fast DDS 3 spelling (the schemas of 2.14 and 3.2 compared).
-RENAMED_TAGS = {
-    'heartbeatPeriod': 'heartbeat_period',
-    'heartbeatResponseDelay': 'heartbeat_response_delay',
-    'initialHeartbeatDelay': 'initial_heartbeat_delay',
-    'initialAcknackDelay': 'initial_acknack_delay',
-    'nackResponseDelay': 'nack_response_delay',
-    'nackSupressionDuration': 'nack_supression_duration',
-    'expectsInlineQos': 'expects_inline_qos',
-}
-# Fast DDS 2.6 (Humble) knows the writer and reader profiles only by these names; 2.14 takes
-# them as well as data_writer and data_reader, 3.x only the latter.
-PROFILE_TAGS = {2: ('publisher', 'subscriber'), 3: ('data_writer', 'data_reader')}
-
-# What the bridge applies (see docs/benchmarks.md for what each one changes).
-HEARTBEAT_PERIOD_MS = 20
-SHM_SEGMENT_BYTES = 16 * 1024 * 1024
-SHM_PORT_QUEUE_CAPACITY = 1024
 
 _NEEDED = re.compile(rb'lib(fastdds|fastrtps)\.so\.(\d+)\.(\d+)')
 _MAPPED = re.compile(r'/lib(fastdds|fastrtps)\.so\.(\d+)\.(\d+)')
@@ -97,6 +98,8 @@ class Configuration:
     fast_dds: FastDds | None = None
     warnings: tuple[str, ...] = ()
     segment_size: int | None = None
+    # Each variable set in the environment: its name, the value set and the one before.
+    changes: tuple[tuple[str, str, str | None], ...] = ()
 
 
 def library_dirs(environ: Mapping[str, str] = os.environ) -> list[str]:
@@ -154,7 +157,8 @@ def loaded_fast_dds(maps: str = '/proc/self/maps') -> FastDds | None:
 
 
 def _duration(tag: str, milliseconds: int) -> str:
-    return (f'<{tag}><sec>0</sec><nanosec>{milliseconds * 1_000_000}</nanosec></{tag}>')
+    seconds, rest_ms = divmod(milliseconds, 1000)
+    return f'<{tag}><sec>{seconds}</sec><nanosec>{rest_ms * 1_000_000}</nanosec></{tag}>'
 
 
 def profile_xml(major: int, *, local_discovery: bool,
@@ -163,8 +167,8 @@ def profile_xml(major: int, *, local_discovery: bool,
     """
     Return the bridge's profile for Fast DDS ``major`` (2 or 3).
 
-    Writers: a heartbeat every ``heartbeat_period_ms``; data sharing off and history memory
-    that grows by reallocation, which rmw_fastrtps sets by itself unless
+    Writers: a heartbeat every ``heartbeat_period_ms``; synchronous publishing, data sharing
+    off and history memory that grows by reallocation, which rmw_fastrtps sets by itself unless
     ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` hands those choices to the XML. Participant: a
     shared-memory transport with a ``segment_size`` segment. With ``local_discovery``
     (:func:`rmw_adds_transports`) rmw_fastrtps adds its own shared-memory and UDPv4 transports
@@ -207,6 +211,7 @@ def profile_xml(major: int, *, local_discovery: bool,
     lines += [
         f'    <{writer_tag} profile_name="acres_bridge_writer" is_default_profile="true">',
         '      <qos>',
+        '        <publishMode><kind>SYNCHRONOUS</kind></publishMode>',
         '        <data_sharing><kind>OFF</kind></data_sharing>',
         '      </qos>']
     if heartbeat_period_ms is not None:
@@ -217,15 +222,18 @@ def profile_xml(major: int, *, local_discovery: bool,
     return '\n'.join(lines)
 
 
-def foreign_tags(path: str, major: int) -> list[str]:
-    """Return the tags of the profile at ``path`` that Fast DDS ``major`` does not know."""
+def foreign_tags(path: str, major: int, minor: int = 14) -> list[str]:
+    """
+    Return the tags of the profile at ``path`` that only the other Fast DDS major version knows.
+
+    Empty for a file that cannot be read or parsed (:func:`configure` reports those).
+    """
     try:
         with open(path, encoding='utf-8', errors='replace') as stream:
-            text = stream.read()
-    except OSError:
+            root = dds_profile.parse(stream.read())
+    except (OSError, ElementTree.ParseError):
         return []
-    names = RENAMED_TAGS.values() if major < 3 else RENAMED_TAGS.keys()
-    return sorted(name for name in names if re.search(rf'<{name}\b', text))
+    return dds_profile.foreign_spelling(root, major, minor)
 
 
 def profile_variable(fast_dds: FastDds) -> str:
@@ -345,11 +353,58 @@ def _write_profile(text: str, major: int) -> str:
     return path
 
 
+def _set(environ: MutableMapping[str, str],
+         values: dict[str, str]) -> tuple[tuple[str, str, str | None], ...]:
+    changes = tuple((name, value, environ.get(name)) for name, value in values.items())
+    environ.update(values)
+    return changes
+
+
+def _unusable(path: str, source: str, fast_dds: FastDds) -> str | None:
+    """
+    Return why Fast DDS loads nothing from the user's profile at ``path``, None if it can.
+
+    Not there, not well-formed, or spelled for the other major version: Fast DDS then rejects
+    the whole file in every process that loads it, without a word at the default log level.
+    """
+    fix = (f'Fix: {profile_variable(fast_dds)}={shipped_profile_or_name(fast_dds)} (the '
+           f'package\'s profile for {fast_dds}), or correct the file')
+    try:
+        with open(path, encoding='utf-8', errors='replace') as stream:
+            root = dds_profile.parse(stream.read())
+    except OSError:
+        return f'{path} ({source}) is not a file: Fast DDS loads nothing from it. {fix}'
+    except ElementTree.ParseError as exc:
+        return (f'{path} ({source}) is not well-formed XML ({exc}): {fast_dds} rejects the '
+                f'whole file, in every process that loads it. {fix}')
+    foreign = dds_profile.foreign_spelling(root, fast_dds.major, fast_dds.minor)
+    if not foreign:
+        return None
+    other = 2 if fast_dds.major >= 3 else 3
+    renames = {**RENAMED_TAGS, 'publisher': 'data_writer', 'subscriber': 'data_reader'}
+    if other == 3:
+        renames = {new: old for old, new in renames.items()}
+    spelled = ', '.join(f'{name} -> {renames[name]}' if name in renames else name
+                        for name in foreign)
+    return (f'{path} ({source}) is a profile for Fast DDS {other}.x (its tags '
+            f'{", ".join(foreign)}): {fast_dds} rejects the whole file, in every process that '
+            'loads it, so those run with Fast DDS\'s defaults. '
+            f'{fix} with the tags renamed ({spelled})')
+
+
+def shipped_profile_or_name(fast_dds: FastDds) -> str:
+    """Return the path of the package's profile for ``fast_dds``, or its name if not found."""
+    try:
+        return shipped_profile(fast_dds)
+    except FileNotFoundError:
+        return SHIPPED_PROFILES[3 if fast_dds.major >= 3 else 2]
+
+
 def configure(environ: MutableMapping[str, str] = os.environ, *,
               dirs: Sequence[str] | None = None, cwd: str | None = None,
               maps: str = '/proc/self/maps') -> Configuration:
     """
-    Point this process's Fast DDS at the bridge's profile unless the user gave one.
+    Give this process's Fast DDS the bridge's writer settings, within the user's profile if any.
 
     Call before ``rclpy.init``: Fast DDS reads its profiles once per process, when the first
     participant is created. Undo with :func:`restore` once the nodes exist.
@@ -362,46 +417,88 @@ def configure(environ: MutableMapping[str, str] = os.environ, *,
     if fast_dds is None:
         searched = os.pathsep.join(library_dirs(environ) if dirs is None else dirs)
         return Configuration(f'DDS: no lib{rmw}.so in {searched}; Fast DDS as it ships')
+    variable = profile_variable(fast_dds)
+    local = rmw_adds_transports(environ, fast_dds)
+    builtin = environ.get('FASTDDS_BUILTIN_TRANSPORTS', '')
+    warnings = _publication_mode_warnings(environ)
     given = _user_profile(environ, fast_dds, os.getcwd() if cwd is None else cwd)
+    replaced = ''
     if given is not None:
         source, path = given
-        warnings = []
-        if not os.path.isfile(path):
-            warnings.append(f'{path} ({source}) is not a file: Fast DDS loads nothing from it')
-        foreign = foreign_tags(path, fast_dds.major)
-        if foreign:
-            warnings.append(f'{path}: {fast_dds} rejects the whole file for the tag(s) '
-                            f'{", ".join(foreign)} (the other Fast DDS version\'s spelling)')
-        return Configuration(f'DDS: {fast_dds}, the profile {path} from {source}; the bridge '
-                             'applies none of its own settings', fast_dds=fast_dds,
-                             warnings=tuple(warnings))
-    variable = profile_variable(fast_dds)
-    # Transports the user chose by name stay theirs; the writer settings still apply.
-    builtin = environ.get('FASTDDS_BUILTIN_TRANSPORTS', '')
+        problem = _unusable(path, source, fast_dds)
+        if problem is None:
+            return _merged(environ, fast_dds, source, path, local=local, builtin=builtin,
+                           warnings=warnings)
+        warnings.append(problem)
+        replaced = f' in place of {path}, which {fast_dds} cannot load'
     segment_size = None if builtin else SHM_SEGMENT_BYTES
-    text = profile_xml(fast_dds.major, local_discovery=rmw_adds_transports(environ, fast_dds),
-                       segment_size=segment_size)
+    text = profile_xml(fast_dds.major, local_discovery=local, segment_size=segment_size)
     try:
         profile = _write_profile(text, fast_dds.major)
     except OSError as exc:
         return Configuration(f'DDS: {fast_dds} as it ships: the bridge could not write its '
-                             f'profile ({exc})', fast_dds=fast_dds)
-    environ[variable] = profile
+                             f'profile ({exc})', fast_dds=fast_dds, warnings=tuple(warnings))
+    changes = _set(environ, {variable: profile})
     transports = (f'{SHM_SEGMENT_BYTES >> 20} MiB shared-memory segment' if segment_size
                   else f'the transports of FASTDDS_BUILTIN_TRANSPORTS={builtin}')
+    advice = replaced or f'; set {variable} to use a profile of your own'
     return Configuration(
         f'DDS: {fast_dds}, the bridge\'s own settings (writer heartbeat every '
-        f'{HEARTBEAT_PERIOD_MS} ms, {transports}, data sharing off) from {profile}; set '
-        f'{variable} to use a profile of your own', variable, profile, fast_dds,
-        segment_size=segment_size)
+        f'{HEARTBEAT_PERIOD_MS} ms, {transports}, data sharing off) from {profile}{advice}',
+        variable, profile, fast_dds, tuple(warnings), segment_size, changes)
+
+
+def _merged(environ: MutableMapping[str, str], fast_dds: FastDds, source: str, path: str, *,
+            local: bool, builtin: str, warnings: list[str]) -> Configuration:
+    """Give this process the user's profile with the bridge's settings where it has none."""
+    with open(path, encoding='utf-8', errors='replace') as stream:
+        text = stream.read()
+    merge = dds_profile.merge_profile(
+        text, fast_dds.major, minor=fast_dds.minor, local_discovery=local,
+        qos_from_xml=environ.get('RMW_FASTRTPS_USE_QOS_FROM_XML', '') == '1',
+        builtin_transports=builtin, path=path)
+    warnings += merge.shortfalls
+    if merge.text is None:
+        return Configuration(
+            f'DDS: {fast_dds}, your profile {path} ({source}) as it is: it sets every writer '
+            'setting the bridge needs', fast_dds=fast_dds, warnings=tuple(warnings))
+    variable = profile_variable(fast_dds)
+    try:
+        merged = _write_profile(merge.text, fast_dds.major)
+    except OSError as exc:
+        warnings.append(f'the bridge could not write its copy of {path} ({exc}); its '
+                        f'writers lack {", ".join(merge.added)}')
+        return Configuration(f'DDS: {fast_dds}, your profile {path} ({source}) as it is',
+                             fast_dds=fast_dds, warnings=tuple(warnings))
+    values = {variable: merged}
+    if source == 'the working directory':
+        values['SKIP_DEFAULT_XML_FILE'] = '1'    # else Fast DDS loads the file itself too
+    changes = _set(environ, values)
+    return Configuration(
+        f'DDS: {fast_dds}, your profile {path} ({source}) with the bridge\'s settings where it '
+        f'sets none ({", ".join(merge.added)}), in the bridge\'s process only, from {merged}',
+        variable, merged, fast_dds, tuple(warnings), merge.segment_size, changes)
+
+
+def _publication_mode_warnings(environ: Mapping[str, str]) -> list[str]:
+    mode = environ.get('RMW_FASTRTPS_PUBLICATION_MODE', '')
+    if environ.get('RMW_FASTRTPS_USE_QOS_FROM_XML', '') == '1' or mode in ('', 'SYNCHRONOUS'):
+        return []
+    return [f'RMW_FASTRTPS_PUBLICATION_MODE={mode} is kept: each message waits for Fast '
+            'DDS\'s sending thread, which a loaded machine delays. Fix: unset '
+            'RMW_FASTRTPS_PUBLICATION_MODE (rmw_fastrtps then publishes synchronously)']
 
 
 def restore(configuration: Configuration,
             environ: MutableMapping[str, str] = os.environ) -> None:
-    """Remove what :func:`configure` set, so that processes started later inherit nothing."""
-    if configuration.variable is not None and environ.get(
-            configuration.variable) == configuration.profile:
-        del environ[configuration.variable]
+    """Undo what :func:`configure` set, so that processes started later inherit nothing."""
+    for name, value, before in configuration.changes:
+        if environ.get(name) != value:
+            continue    # changed since by someone else: theirs
+        if before is None:
+            del environ[name]
+        else:
+            environ[name] = before
 
 
 def shm_segments(maps: str = '/proc/self/maps') -> list[int]:
