@@ -48,7 +48,7 @@ import threading
 import time
 
 import pytest
-from user_profiles import write_transports_only
+from support.user_profiles import write_transports_only
 
 from acres_bridge.emulator import streams
 from acres_bridge.nodes import dds

@@ -17,7 +17,7 @@
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-import user_profiles
+from support import user_profiles
 
 from acres_bridge.nodes import dds_profile
 

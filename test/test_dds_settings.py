@@ -45,8 +45,8 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-import user_profiles
-from user_profiles import write_transports_only
+from support import user_profiles
+from support.user_profiles import write_transports_only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:

@@ -349,14 +349,13 @@ def test_every_step_answers_after_every_reliable_reader_has_all_of_it(session_fa
 
 def test_the_answer_waits_for_acknowledgements_with_fast_dds_stock_heartbeats(
         session_factory, tmp_path):
-    # A user's profile takes precedence over the bridge's own settings: here the bridge's
-    # profile without its heartbeat period, so the writers keep the stock 3 s heartbeat and
-    # readers acknowledge that late. Without the acknowledgement wait a step then answers
-    # before some of its messages arrived.
+    # A heartbeat the user's profile sets is kept: here Fast DDS's stock 3 s, so readers
+    # acknowledge that late. Without the acknowledgement wait a step then answers before
+    # some of its messages arrived.
     fast_dds = dds.find_fast_dds()
     profile = tmp_path / 'stock_heartbeat.xml'
     profile.write_text(dds.profile_xml(fast_dds.major, local_discovery=True,
-                                       heartbeat_period_ms=None))
+                                       heartbeat_period_ms=3000))
     session = session_factory(bridge_environment={dds.profile_variable(fast_dds): str(profile)})
     reader = session.add_reader('lockstep_reader')
     session.ready()

@@ -115,13 +115,13 @@ def test_a_multi_process_session_answers_after_every_agents_barrier_and_acks(
 
 def test_the_answer_waits_for_the_acknowledgements_of_every_sensor_process(
         session_factory, tmp_path):  # noqa: F811
-    # As in test_lockstep_delivery: the children's writers keep Fast DDS's stock 3 s heartbeat
-    # (a user profile without one), so readers acknowledge only at a heartbeat, and each answer
-    # waits for it: the children's acknowledgement waits reach the session's answer.
+    # As in test_lockstep_delivery: the children's writers keep the 3 s heartbeat of the
+    # user's profile (Fast DDS's stock period), so readers acknowledge only at a heartbeat, and
+    # each answer waits for it: the children's acknowledgement waits reach the session's answer.
     fast_dds = dds.find_fast_dds()
     profile = tmp_path / 'stock_heartbeat.xml'
     profile.write_text(dds.profile_xml(fast_dds.major, local_discovery=True,
-                                       heartbeat_period_ms=None))
+                                       heartbeat_period_ms=3000))
     session = session_factory(bridge_environment={dds.profile_variable(fast_dds): str(profile)},
                               bridge_arguments=PER_AGENT)
     reader = session.add_reader('lockstep_reader')
