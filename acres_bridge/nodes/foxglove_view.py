@@ -32,6 +32,7 @@ says, once a second, what is served and what each client was sent.
 import dataclasses
 import importlib
 import threading
+import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -69,12 +70,17 @@ from acres_bridge.nodes.shared_publishers import reliable_qos
 GRAPH_PERIOD_S = 0.25
 TIME_PERIOD_S = 0.25
 DIAGNOSTICS_PERIOD_S = 1.0
-# The view's reader keeps as many messages as the deepest publisher's history (at least
-# MIN_DEPTH, at most MAX_DEPTH): a lockstep step's burst (100 clocks, 100 INS epochs) fits, and a
-# reader of clouds keeps no more than their writer does.
-MIN_DEPTH = 10
-MAX_DEPTH = 1000
+# The depths of the view's readers, as the bridge's writers have them: a lockstep step's burst
+# of clocks and INS epochs fits in SMALL_DEPTH, and a reader of clouds and images keeps no more
+# than LARGE_DEPTH of them. (The graph does not tell a remote publisher's depth.)
+SMALL_DEPTH = 200
+LARGE_DEPTH = 10
+LARGE_TYPES = frozenset(('sensor_msgs/msg/PointCloud2', 'sensor_msgs/msg/Image',
+                         'sensor_msgs/msg/CompressedImage'))
 SERVICE_WAIT_S = 5.0
+# Before a call goes out, the view's readers of the subscribed topics get this long to match
+# their publishers: a client that subscribes and steps at once gets the whole step.
+READERS_WAIT_S = 2.0
 SERVICE_TIMEOUT_S = 120.0
 # Services every node has: Foxglove's parameter panel is the place for those.
 NODE_SERVICES = ('describe_parameters', 'get_parameter_types', 'get_parameters',
@@ -107,16 +113,16 @@ def interface_type(type_name: str) -> type:
     return getattr(importlib.import_module(f'{package}.{kind}'), name)
 
 
-def publishers_qos(infos: list[Any]) -> QoSProfile:
+def publishers_qos(infos: list[Any], type_name: str) -> QoSProfile:
     """
-    Return a subscription QoS that matches every publisher of ``infos``.
+    Return a subscription QoS of a type that matches every publisher of ``infos``.
 
     Reliable only when every publisher is (a reliable reader does not match a best-effort
     writer), transient local only when every publisher is (so ``/tf_static`` reaches a late
-    client); the depth of the deepest publisher, within MIN_DEPTH and MAX_DEPTH.
+    client); LARGE_DEPTH for clouds and images, SMALL_DEPTH for the rest.
     """
     profiles = [info.qos_profile for info in infos]
-    depth = min(max([MIN_DEPTH] + [profile.depth for profile in profiles]), MAX_DEPTH)
+    depth = LARGE_DEPTH if type_name in LARGE_TYPES else SMALL_DEPTH
     reliable = bool(profiles) and all(
         profile.reliability == ReliabilityPolicy.RELIABLE for profile in profiles)
     latched = bool(profiles) and all(
@@ -282,7 +288,8 @@ class FoxgloveViewNode(Node):
             topic.subscription = self.create_subscription(
                 interface_type(topic.type_name), name,
                 lambda data: self._forward(channel, name, data),
-                publishers_qos(self.get_publishers_info_by_topic(name)), raw=True)
+                publishers_qos(self.get_publishers_info_by_topic(name), topic.type_name),
+                raw=True)
         elif not wanted and topic.subscription is not None:
             self.destroy_subscription(topic.subscription)
             topic.subscription = None
@@ -337,6 +344,7 @@ class FoxgloveViewNode(Node):
                              f'{exc}') from None
         if not service.client.wait_for_service(timeout_sec=SERVICE_WAIT_S):
             raise TimeoutError(f'{request.service_name} has no server')
+        self._wait_for_readers(time.monotonic() + READERS_WAIT_S)
         done = threading.Event()
         future = service.client.call_async(ros_request)
         future.add_done_callback(lambda _: done.set())
@@ -345,6 +353,24 @@ class FoxgloveViewNode(Node):
             raise TimeoutError(
                 f'{request.service_name} did not answer within {SERVICE_TIMEOUT_S} s')
         return serialize_message(future.result())
+
+    def _wait_for_readers(self, deadline: float) -> None:
+        """
+        Wait until each topic a client subscribes has a ROS reader matched with its publishers.
+
+        A step's messages go only to the readers the bridge knows of when it steps (lockstep
+        waits for those); a reader created a moment before would miss its start.
+        """
+        pause = threading.Event()
+        while time.monotonic() < deadline:
+            with self._view_lock:
+                topics = [(name, topic.subscription) for name, topic in
+                          self._served_topics.items() if topic.clients]
+            if all(subscription is not None and (
+                    subscription.get_publisher_count() > 0 or self.count_publishers(name) == 0)
+                   for name, subscription in topics):
+                return
+            pause.wait(0.01)
 
     # --- time and diagnostics (executor) ----------------------------------------------------
 
