@@ -47,6 +47,10 @@ from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
 from rclpy.executors import Executor
 from rclpy.executors import SingleThreadedExecutor
+try:
+    from rclpy.event_handler import SubscriptionEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
@@ -100,11 +104,11 @@ class _Topic:
 
 @dataclasses.dataclass
 class _Service:
-    """A served service: its ROS type and the generic client that calls it."""
+    """A served service: its ROS type, and the generic client made at its first call."""
 
     type_name: str
     service_type: type
-    client: Client
+    client: Client | None = None
 
 
 def interface_type(type_name: str) -> type:
@@ -212,7 +216,9 @@ class FoxgloveViewNode(Node):
         gone = [name for name, service in self._served_services.items()
                 if services.get(name) != service.type_name]
         for name in gone:
-            self.destroy_client(self._served_services.pop(name).client)
+            client = self._served_services.pop(name).client
+            if client is not None:
+                self.destroy_client(client)
         if gone:
             self.server.remove_services(gone)
         added = [self._add_service(name, type_name) for name, type_name in services.items()
@@ -259,8 +265,7 @@ class FoxgloveViewNode(Node):
         except (DefinitionError, ImportError, AttributeError) as exc:
             self._leave_out(name, type_name, exc)
             return None
-        self._served_services[name] = _Service(
-            type_name, service_type, self.create_client(service_type, name))
+        self._served_services[name] = _Service(type_name, service_type)
 
         def schema(part: str, text: str) -> foxglove.MessageSchema:
             return foxglove.MessageSchema(encoding='cdr', schema=foxglove.Schema(
@@ -289,7 +294,9 @@ class FoxgloveViewNode(Node):
                 interface_type(topic.type_name), name,
                 lambda data: self._forward(channel, name, data),
                 publishers_qos(self.get_publishers_info_by_topic(name), topic.type_name),
-                raw=True)
+                raw=True,
+                # No QoS event handlers: each is one more entity in every wait of the executor.
+                event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
         elif not wanted and topic.subscription is not None:
             self.destroy_subscription(topic.subscription)
             topic.subscription = None
@@ -342,17 +349,38 @@ class FoxgloveViewNode(Node):
         except Exception as exc:    # rclpy raises its own errors for bytes that are not CDR
             raise ValueError(f'the request is not a CDR {service.type_name} request: '
                              f'{exc}') from None
-        if not service.client.wait_for_service(timeout_sec=SERVICE_WAIT_S):
+        client = self._client_of(request.service_name, service)
+        if not client.wait_for_service(timeout_sec=SERVICE_WAIT_S):
             raise TimeoutError(f'{request.service_name} has no server')
         self._wait_for_readers(time.monotonic() + READERS_WAIT_S)
         done = threading.Event()
-        future = service.client.call_async(ros_request)
+        future = client.call_async(ros_request)
         future.add_done_callback(lambda _: done.set())
         if not done.wait(SERVICE_TIMEOUT_S):
-            service.client.remove_pending_request(future)
+            client.remove_pending_request(future)
             raise TimeoutError(
                 f'{request.service_name} did not answer within {SERVICE_TIMEOUT_S} s')
         return serialize_message(future.result())
+
+    def _client_of(self, name: str, service: _Service) -> Client:
+        """
+        Return the service's client, made by the executor at the first call.
+
+        Not made with the service's advertisement: some thirty idle clients would be thirty
+        more entities in every wait of the executor, which forwards every message.
+        """
+        if service.client is None:
+            made = threading.Event()
+
+            def make() -> None:
+                if service.client is None:
+                    service.client = self.create_client(service.service_type, name)
+                made.set()
+
+            self.executor.create_task(make)
+            if not made.wait(SERVICE_WAIT_S):
+                raise TimeoutError(f'no client for {name} within {SERVICE_WAIT_S} s')
+        return service.client
 
     def _wait_for_readers(self, deadline: float) -> None:
         """
