@@ -29,6 +29,7 @@ the client a test pauses with SIGSTOP.
 
 import collections
 from collections.abc import Callable
+from collections.abc import Sequence
 import contextlib
 import json
 import struct
@@ -145,7 +146,8 @@ class FoxgloveClient:
                     return value
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self.closed is not None:
-                    raise AssertionError(f'timed out waiting for {what} (closed: {self.closed})')
+                    raise AssertionError(f'timed out waiting for {what} (received: '
+                                         f'{dict(self.counts)}; closed: {self.closed})')
                 self._changed.wait(remaining)
 
     def channel(self, topic: str, timeout_s: float = 20.0) -> dict:
@@ -197,9 +199,28 @@ class FoxgloveClient:
         self._reader.join(timeout=10.0)
 
 
+def wait_for_channels(url: str, topics: Sequence[str], timeout_s: float = 30.0) -> None:
+    """
+    Connect once and wait until the server advertises channels of these topics.
+
+    A client then connects to a server whose channels exist, as a user opens Foxglove beside
+    a running session. foxglove-sdk 0.30.3 queues the advertisement of a channel made while a
+    client is connected before it records the channel for that client: a subscribe sent at
+    once can meet "unknown channel". The channels a client finds on connecting are recorded
+    before anything is sent to it.
+    """
+    client = FoxgloveClient(url, keep=False)
+    try:
+        for topic in topics:
+            client.channel(topic, timeout_s)
+    finally:
+        client.close()
+
+
 def main(argv: list[str]) -> int:
     """Subscribe to topics and print the counts once a second (the test's paused client)."""
     url, topics = argv[0], argv[1:]
+    wait_for_channels(url, topics)
     client = FoxgloveClient(url, keep=False)
     client.subscribe(*topics)
     print('subscribed', flush=True)

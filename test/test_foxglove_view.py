@@ -29,6 +29,7 @@ import threading
 from conftest import SpinningExecutor
 from conftest import wait_until
 from foxglove_client import FoxgloveClient
+from foxglove_client import wait_for_channels
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -84,9 +85,11 @@ class Rig:
         self.url = f'ws://127.0.0.1:{self.view.server.port}'
 
     def streaming(self) -> None:
+        """Wait until the sensor stream is up and the view serves its topics."""
         session = self.session
         wait_until(lambda: session.bridges and all(streaming(b) for b in session.bridges),
                    what='the sensor stream to send its Hello', timeout_s=WAIT_S)
+        wait_for_channels(self.url, SENSOR_TOPICS, WAIT_S)
 
     def step(self, steps: int) -> None:
         client = self.client.create_client(StepSimulation, '/step_simulation')
