@@ -28,7 +28,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', glob('launch/*.py')),
         ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.xml')
-         + glob('config/*.rviz')),
+         + glob('config/*.rviz') + glob('config/*.json')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -45,6 +45,7 @@ setup(
             'acres_sim_emulator = acres_bridge.emulator.server:main',
             'acres_fault_proxy = acres_bridge.emulator.fault_tool:main',
             'lidar_recorder = acres_bridge.nodes.lidar_recorder:main',
+            'foxglove_view = acres_bridge.nodes.foxglove_view:main',
         ],
     },
 )

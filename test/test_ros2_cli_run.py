@@ -116,6 +116,9 @@ RUNS = {
     'lidar_recorder': (lambda control, sensor: ['-r', '__ns:=/polaris', '-p', 'set:=cli'],
                        'recording /polaris/lidar/points', '/polaris/lidar_recorder',
                        'points_topic', lambda c, s: 'lidar/points'),
+    'foxglove_view': (lambda control, sensor: ['-p', 'port:=0', '-p', 'include:=^/polaris/'],
+                      'Foxglove view on ws://', '/foxglove_view', 'include',
+                      lambda c, s: '^/polaris/'),
 }
 
 
