@@ -50,6 +50,9 @@ from launch_stops import StopOutcome  # noqa: E402
 
 from acres_bridge.emulator.server import Emulator  # noqa: E402, I100
 
+PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
+                     'RMW_FASTRTPS_USE_QOS_FROM_XML')
+
 
 def _stop(case: str, context: object) -> StopOutcome:
     emulators: list[Emulator] = []
@@ -88,9 +91,9 @@ def main() -> int:
     context = rclpy.Context()
     rclpy.init(context=context)
     distro = conftest.ros_distro()
-    print(f'{distro}, ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}, '
-          f'FASTDDS_DEFAULT_PROFILES_FILE={os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE", "")}',
-          flush=True)
+    profiles = [f'{name}={os.environ[name]}' for name in PROFILE_VARIABLES if name in os.environ]
+    print(f'{distro}, ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}, Fast DDS '
+          f'{", ".join(profiles) or "stock (no profile)"}', flush=True)
     results: dict[str, list[StopOutcome]] = {}
     try:
         for case in args.launch or sorted(CASES):
