@@ -50,9 +50,11 @@ STOP_WAIT_S = 60.0
 STEP_RESEND_S = 5.0
 STEPS_PER_CALL = 10
 SPIN_PERIOD_S = 0.05
-# What the output of a clean stop never holds.
+# What the output of a clean stop never holds (the last two: a failed rclpy task, a failed
+# done-callback of a concurrent future).
 NOT_CLEAN = (TRACEBACK, 'process has died', 'SIGSEGV', 'Segmentation fault',
-             'Fatal Python error', 'core dumped', 'exit code -')
+             'Fatal Python error', 'core dumped', 'exit code -', 'exception was never retrieved',
+             'exception calling callback')
 _STARTED = re.compile(r'\[([\w.-]+)\]: process started with pid \[(\d+)\]')
 _SENSOR_PROCESS = re.compile(r'sensor stream (\w+): process (\d+) \(')
 
