@@ -19,6 +19,7 @@ The delivery itself (barriers and acknowledgements across processes) is test_loc
 """
 
 import concurrent.futures
+import logging
 import threading
 
 import pytest
@@ -320,3 +321,27 @@ def test_a_reader_that_the_writer_never_matches_is_named_at_the_deadline(two_par
     ghost = {'/polaris/status': {bytes(range(16)): '/ghost_reader'}}
     assert wait_for_matches(bridge, lambda: [publisher], ghost, 0.05) == {
         '/polaris/status': ('/ghost_reader',)}
+
+
+def test_a_completion_after_the_executor_shut_down_wakes_nothing_and_raises_nothing(
+        ros_context, caplog):
+    """
+    Ctrl-C in a step: the main thread shuts the executor down, then destroying the nodes fails
+    the step's futures. Jazzy's ``create_task`` raises once ``shutdown()`` has destroyed its
+    guard condition, which concurrent.futures logged with a traceback from the done-callback.
+    """
+    executor = SingleThreadedExecutor(context=ros_context)
+    future = concurrent.futures.Future()
+    waiter = ObservedWaiter(future, executor)
+
+    async def step():
+        return await waiter
+
+    task = executor.create_task(step)
+    executor.spin_once(timeout_sec=1.0)     # runs the coroutine here: it parks on the future
+    assert not task.done()
+    executor.shutdown(timeout_sec=5.0)
+    with caplog.at_level(logging.DEBUG, logger='concurrent.futures'):
+        future.set_exception(RuntimeError('the sensor process of maxxum has ended'))
+    assert not caplog.records, caplog.text
+    assert not waiter.woken.is_set()

@@ -201,5 +201,9 @@ def test_no_sensor_process_outlives_the_session(emulator_factory, ending):
     if ending != 'sigkill':
         assert 'Traceback' not in output, output
         assert 'ended (exit code' not in output, output     # no child died unexpectedly
+    if ending in ('ctrl-c', 'sigterm'):     # each child, running, ended as it was stopped
+        for agent, child in children.items():
+            assert f'sensor stream {agent}: process {child.pid} ended with exit code 0' in (
+                output), output
     wait_for(lambda: not any(stream.has_client for stream in emulator.streams), WAIT_S,
              'the emulator to lose every sensor client')

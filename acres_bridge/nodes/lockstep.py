@@ -160,7 +160,7 @@ class FutureWaiter:
 
     def _completed(self, future: concurrent.futures.Future) -> None:
         if self._executor is not None:
-            self._executor.create_task(self._wake)     # create_task wakes the executor
+            self._schedule_wake()
 
     def _wake(self) -> None:
         with self._lock:
@@ -168,7 +168,17 @@ class FutureWaiter:
             if again:
                 self.rearms += 1
         if again:
+            self._schedule_wake()
+
+    def _schedule_wake(self) -> None:
+        """Queue the wake-up task (create_task wakes the executor), unless it has shut down."""
+        try:
             self._executor.create_task(self._wake)
+        except (AttributeError, InvalidHandle):
+            # Ctrl-C in a step: the futures fail while the nodes are destroyed, after the
+            # executor's shutdown(). Jazzy's create_task then triggers a guard condition that is
+            # None or being destroyed (Kilted's checks). No coroutine runs again: nothing to wake.
+            pass
 
 
 class Deadlines:
