@@ -94,7 +94,7 @@ from acres_bridge.conversions.simulation import step_feedback
 from acres_bridge.conversions.simulation import tags_match
 from acres_bridge.conversions.simulation import UNSUPPORTED_SERVICES
 from acres_bridge.conversions.simulation import world_from_hello
-from acres_bridge.nodes.lockstep import FutureWaiter
+from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
 from acres_bridge.nodes.parameters import destroyed_on_parameter_error
