@@ -33,18 +33,18 @@ from rclpy.topic_endpoint_info import TopicEndpointInfo
 from std_msgs.msg import String
 from support.waiting import wait_until
 
+from acres_bridge.nodes.futures import Deadlines
+from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.lockstep import BarrierTimeout
 from acres_bridge.nodes.lockstep import BarrierTracker
-from acres_bridge.nodes.lockstep import Deadlines
-from acres_bridge.nodes.lockstep import FutureWaiter
-from acres_bridge.nodes.lockstep import known_readers
 from acres_bridge.nodes.lockstep import Lockstep
 from acres_bridge.nodes.lockstep import MatchReport
-from acres_bridge.nodes.lockstep import reader_label
 from acres_bridge.nodes.lockstep import StepReport
 from acres_bridge.nodes.lockstep import StreamReport
-from acres_bridge.nodes.lockstep import UNKNOWN_NODE_NAME
-from acres_bridge.nodes.lockstep import wait_for_matches
+from acres_bridge.nodes.readers import known_readers
+from acres_bridge.nodes.readers import reader_label
+from acres_bridge.nodes.readers import UNKNOWN_NODE_NAME
+from acres_bridge.nodes.readers import wait_for_matches
 
 pytestmark = pytest.mark.ros
 WAIT_S = 10.0

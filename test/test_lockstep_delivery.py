@@ -46,7 +46,7 @@ from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
 from acres_bridge.nodes import dds
-from acres_bridge.nodes.lockstep import unnamed_reader_label
+from acres_bridge.nodes.readers import unnamed_reader_label
 
 pytestmark = [pytest.mark.ros, pytest.mark.delivery]
 AGENTS = ('polaris', 'maxxum')
