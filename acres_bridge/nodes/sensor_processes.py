@@ -350,9 +350,13 @@ class SensorProcess:
                     break
                 except subprocess.TimeoutExpired:
                     continue
-            # The one sign of how the child ended: it is not launch's process, but ours.
-            log = self._logger.info if code == 0 else self._logger.error
-            log(f'sensor stream {self.name}: process {process.pid} ended with exit code {code}')
+            # The one sign of how the child ended: it is not launch's process, but ours. Two
+            # call sites: rclpy refuses one call site logging at two severities.
+            ended = f'sensor stream {self.name}: process {process.pid} ended with exit code {code}'
+            if code == 0:
+                self._logger.info(ended)
+            else:
+                self._logger.error(ended)
         if self._reader is not None:
             self._reader.join(timeout_s)
         if self._channel is not None:
