@@ -104,8 +104,8 @@ def two_hosts() -> Iterator[object]:
     hosts.remove_stale()
     made = []
 
-    def make(mtu: int | None = None) -> hosts.TwoHosts:
-        pair = hosts.TwoHosts(mtu=mtu)
+    def make(mtu: int | None = None, env: dict[str, str] | None = None) -> hosts.TwoHosts:
+        pair = hosts.TwoHosts(mtu=mtu, env=env)
         made.append(pair)
         return pair
 

@@ -141,17 +141,24 @@ class Host:
     :param address: its address on the link (no prefix length).
     """
 
-    def __init__(self, name: str, interface: str, address: str) -> None:
+    def __init__(self, name: str, interface: str, address: str,
+                 env: dict[str, str] | None = None) -> None:
         self.name = name
         self.interface = interface
         self.address = address
+        self.env = dict(env or {})
         self.processes: list[Background] = []
 
     def environment(self, **extra: str) -> dict[str, str]:
-        """Return the environment of a process on this host: stock Fast DDS, the link's subnet."""
+        """
+        Return the environment of a process on this host: the link's subnet, stock Fast DDS.
+
+        The host's own variables (``env`` of :class:`TwoHosts`) come on top, then ``extra``.
+        """
         env = {key: value for key, value in os.environ.items() if key not in PROFILE_VARIABLES}
         env.update(ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET', PYTHONUNBUFFERED='1',
                    ROS_DOMAIN_ID=os.environ['ROS_DOMAIN_ID'])
+        env.update(self.env)
         env.update(extra)
         return env
 
@@ -191,15 +198,16 @@ class TwoHosts:
     Hosts ``a`` and ``b``, joined by one veth link; :meth:`remove` takes everything away.
 
     :param mtu: the link's MTU (None: the kernel's default, 1500).
+    :param env: variables of every process on both hosts (e.g. a Fast DDS profile).
     """
 
-    def __init__(self, mtu: int | None = None) -> None:
+    def __init__(self, mtu: int | None = None, env: dict[str, str] | None = None) -> None:
         pid = os.getpid()
         index = next(_pairs)
         subnet = f'10.251.{(pid + index) % 256}'
         stem = f'{PREFIX}-{pid}-{index}'
-        self.a = Host(f'{stem}-a', f'{_link_stem(pid)}{index}a', f'{subnet}.1')
-        self.b = Host(f'{stem}-b', f'{_link_stem(pid)}{index}b', f'{subnet}.2')
+        self.a = Host(f'{stem}-a', f'{_link_stem(pid)}{index}a', f'{subnet}.1', env)
+        self.b = Host(f'{stem}-b', f'{_link_stem(pid)}{index}b', f'{subnet}.2', env)
         self._created: list[Host] = []
         try:
             for host in (self.a, self.b):
