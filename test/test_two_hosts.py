@@ -23,6 +23,7 @@ and plugs it in again; each runs with the link's default MTU and with 1280.
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -285,3 +286,19 @@ def test_lockstep_from_host_b_from_its_first_step_and_across_an_outage(two_hosts
     assert not incomplete, (f'after the outage, at the answer host B had {incomplete}\n'
                             f'the bridge:\n{bridge.tail(20)}')
     assert_running(emulator, bridge, client.process, driver.process)
+
+
+def test_a_killed_run_s_namespaces_are_removed_at_the_next_start(two_hosts):
+    from support import two_hosts as hosts
+    dead = subprocess.Popen(['true'])
+    dead.wait()
+    stale = f'{hosts.PREFIX}-{dead.pid}-0-a'
+    subprocess.run(['ip', 'netns', 'add', stale], check=True)
+    try:
+        assert stale in hosts.namespaces()
+        pair = two_hosts()          # a pair of this run, alive: it must stay
+        assert stale in hosts.remove_stale()
+        assert stale not in hosts.namespaces()
+        assert pair.a.name in hosts.namespaces() and pair.b.name in hosts.namespaces()
+    finally:
+        subprocess.run(['ip', 'netns', 'delete', stale], capture_output=True)
