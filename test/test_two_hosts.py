@@ -19,7 +19,9 @@ Host A runs the emulator of one Polaris and the real ``acres_bridge`` executable
 clients (test/two_host_client.py) and the real ros2 commands, all with stock Fast DDS and
 discovery on the link's subnet (support.two_hosts). A client on A, the same program, is the
 reference: what it receives is what the bridge published. Each test pulls the link for 5 s
-and plugs it in again; each runs with the link's default MTU and with 1280.
+and plugs it in again. Play runs with stock Fast DDS and the default MTU, and with
+config/fastdds_two_hosts.xml on both hosts and MTU 1280; lockstep with stock Fast DDS and
+both MTUs.
 """
 
 import os
