@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 from glob import glob
 
@@ -28,7 +17,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', glob('launch/*.py')),
         ('share/' + package_name + '/config', glob('config/*.yaml') + glob('config/*.xml')
-         + glob('config/*.rviz')),
+         + glob('config/*.rviz') + glob('config/*.json')),
     ],
     install_requires=['setuptools'],
     zip_safe=True,
@@ -45,6 +34,7 @@ setup(
             'acres_sim_emulator = acres_bridge.emulator.server:main',
             'acres_fault_proxy = acres_bridge.emulator.fault_tool:main',
             'lidar_recorder = acres_bridge.nodes.lidar_recorder:main',
+            'foxglove_view = acres_bridge.nodes.foxglove_view:main',
         ],
     },
 )

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 Launch a whole ACRES session: the ``acres_bridge`` executable, and rviz2 and recorders when asked.
@@ -29,6 +18,7 @@ Nodes (``ros2 node list``), each once:
   channel. The launch gives this process no ``name``: launch_ros turns ``name`` into
   ``-r __node:=NAME``, which would rename both nodes to one name;
 - ``/rviz2`` with ``rviz:=true``;
+- ``/foxglove_view`` with ``view:=foxglove``: the graph on ws://127.0.0.1:8765 for Foxglove;
 - ``/<namespace>/<agent>/lidar_recorder`` for each agent of ``dataset_agents`` with
   ``record_dataset:=true``: its cloud and odometry to the LiDAR dataset under ``$ACRES_DATA``
   (parameters ``set``, ``sequence``, ``split``; a ``dataset_sequence`` given for several agents
@@ -69,6 +59,7 @@ import yaml
 
 PACKAGE = 'acres_bridge'
 FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
+VIEWS = ('none', 'foxglove')
 # How long launch waits after Ctrl-C before it escalates to SIGTERM on acres_bridge and each
 # lidar_recorder: above the bridge's own bounded stop (each sensor process gets 5 s to end,
 # then SIGTERM, then SIGKILL) and the recorder's (it converts the clouds it holds and commits
@@ -96,6 +87,9 @@ ARGUMENTS = (
     ('dds_profile', '', 'a Fast DDS XML profile for this launch (e.g. the package\'s '
      'config/fastdds_large_data.xml); empty: none'),
     ('rviz', 'false', 'start rviz2 too (it must be installed)'),
+    ('view', 'none', 'a live view: none, or foxglove (the foxglove_view node, '
+     'ws://127.0.0.1:8765, for Foxglove or Lichtblick)'),
+    ('view_port', '8765', 'the port of the view (0: any free port, in its log line)'),
     ('rviz_config', PathJoinSubstitution([_CONFIG, 'config', 'acres.rviz']),
      'the rviz2 configuration'),
     ('record_dataset', 'false', 'start a lidar_recorder for each agent of dataset_agents'),
@@ -132,6 +126,12 @@ def require_executables(context: LaunchContext) -> None:
     :raises RuntimeError: one line naming the argument, the executable and what to do.
     """
     wanted = []
+    view = LaunchConfiguration('view').perform(context)
+    if view not in VIEWS:
+        raise RuntimeError(f'view:={view} is not one of {", ".join(VIEWS)}')
+    if view == 'foxglove':
+        wanted.append(('view:=foxglove', PACKAGE, 'foxglove_view',
+                       'install acres_bridge with its foxglove_view'))
     if _flag(context, 'rviz'):
         wanted.append(('rviz:=true', 'rviz2', 'rviz2', 'install rviz2 (ros-$ROS_DISTRO-rviz2)'))
     if _flag(context, 'record_dataset'):
@@ -223,6 +223,15 @@ def _launch_setup(context: LaunchContext) -> list:
             name='rviz2',
             arguments=['-d', value('rviz_config')],
             parameters=[{'use_sim_time': use_sim_time}],
+            output='screen',
+        ))
+    if value('view') == 'foxglove':
+        actions.append(Node(
+            package=PACKAGE,
+            executable='foxglove_view',
+            name='foxglove_view',        # one node per process: the name renames only it
+            parameters=[{'use_sim_time': use_sim_time, 'port': int(value('view_port'))}],
+            arguments=['--ros-args', '--log-level', value('log_level')],
             output='screen',
         ))
     if _flag(context, 'record_dataset'):

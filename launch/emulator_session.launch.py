@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 Launch the simulator emulator and a whole session against it: try the bridge without the game.
@@ -18,6 +7,7 @@ Launch the simulator emulator and a whole session against it: try the bridge wit
     ros2 launch acres_bridge emulator_session.launch.py
     ros2 launch acres_bridge emulator_session.launch.py vehicles:=polaris,maxxum rviz:=true
     ros2 launch acres_bridge emulator_session.launch.py lockstep:=true mode:=core
+    ros2 launch acres_bridge emulator_session.launch.py view:=foxglove    # ws://127.0.0.1:8765
     ros2 launch acres_bridge emulator_session.launch.py record_dataset:=true dataset_set:=emu
 
 Starts ``acres_sim_emulator`` (the control channel on ``port``, one sensor stream per vehicle
@@ -66,6 +56,8 @@ SESSION_ARGUMENTS = (
      'keeps the system clock'),
     ('dds_profile', '', 'a Fast DDS XML profile for the ROS processes; empty: none'),
     ('rviz', 'false', 'start rviz2 too (it must be installed)'),
+    ('view', 'none', 'a live view: none, or foxglove (ws://127.0.0.1:8765)'),
+    ('view_port', '8765', 'the port of the view (0: any free port, in its log line)'),
     ('record_dataset', 'false', 'start a lidar_recorder for each vehicle'),
     ('dataset_set', '', "the recorders' dataset set; empty: the recorder's default"),
     ('dataset_sequence', '', 'the sequence name (-<vehicle> added for several vehicles); '

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 Launch the sensor bridge of one agent: its sensor stream to topics under its namespace.
@@ -18,6 +7,7 @@ Launch the sensor bridge of one agent: its sensor stream to topics under its nam
     ros2 launch acres_bridge sensor_bridge.launch.py                      # the Polaris, 5601
     ros2 launch acres_bridge sensor_bridge.launch.py namespace:=maxxum    # config/maxxum.yaml
     ros2 launch acres_bridge sensor_bridge.launch.py namespace:=polaris port:=5611
+    ros2 launch acres_bridge sensor_bridge.launch.py view:=foxglove       # ws://127.0.0.1:8765
 
 The node is ``/<namespace>/sensor_bridge``, alone in its process (so ``name`` renames only
 it). The parameters come from ``config/<vehicle>.yaml`` (``vehicle`` defaults to the namespace);
@@ -53,6 +43,9 @@ ARGUMENTS = (
     ('point_fields', '', 'xyzi or xyzirt'),
     ('use_sim_time', 'false', "the node's own clock (the /diagnostics stamps) follows /clock; "
      'the stamps of the sensor topics are simulation time either way'),
+    ('view', 'none', 'a live view: none, or foxglove (the foxglove_view node, '
+     'ws://127.0.0.1:8765)'),
+    ('view_port', '8765', 'the port of the view (0: any free port, in its log line)'),
     ('log_level', 'info', 'the ROS log level'),
 )
 
@@ -74,7 +67,18 @@ def _launch_setup(context: LaunchContext) -> list:
     overrides = {name: yaml.safe_load(text)
                  for name, text in sensor_bridge_parameters.items() if text}
     overrides['use_sim_time'] = yaml.safe_load(value('use_sim_time'))
-    return [Node(
+    if value('view') not in ('none', 'foxglove'):
+        raise RuntimeError(f'view:={value("view")} is not one of none, foxglove')
+    view = [Node(
+        package=PACKAGE,
+        executable='foxglove_view',
+        name='foxglove_view',
+        # The timeline shows simulation time.
+        parameters=[{'use_sim_time': True, 'port': int(value('view_port'))}],
+        arguments=['--ros-args', '--log-level', value('log_level')],
+        output='screen',
+    )] if value('view') == 'foxglove' else []
+    return view + [Node(
         package=PACKAGE,
         executable='sensor_bridge',
         name='sensor_bridge',

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 What the launch files, the parameter files and the rviz configuration name exists.
@@ -357,6 +346,7 @@ def test_the_demo_sets_only_parameters_its_nodes_declare() -> None:
     assert {'port', 'sensor_ports', 'frame_prefix', 'publish_clock', 'publish_tf'} <= names
     declared = set().union(*(_declared(executable) for executable in (
         *BRIDGE_EXECUTABLES, 'lidar_recorder')))
+    declared.add('use_sim_time')        # rclpy's own, on every node (the demo's foxglove_view)
     assert names <= declared, sorted(names - declared)
 
 
@@ -628,3 +618,25 @@ def test_emulator_launch_records_every_vehicle(monkeypatch: pytest.MonkeyPatch) 
     assert (passed['dataset_agents'], passed['record_dataset'], passed['dataset_set']) == (
         'polaris,maxxum', 'true', 'emu')
     assert passed['use_sim_time'] == 'true'
+
+
+@pytest.mark.parametrize('launch_file', ['acres_session.launch.py', 'sensor_bridge.launch.py'])
+def test_view_foxglove_starts_the_view_on_simulation_time(
+        launch_file: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acres_bridge.nodes.foxglove_parameters import foxglove_view_parameters_from_values
+    actions = _run_launch(launch_file, {'view': 'foxglove', 'view_port': '8790'}, monkeypatch)
+    views = [node for node in _of_type(actions, 'Node')
+             if node.keywords['executable'] == 'foxglove_view']
+    assert len(views) == 1
+    settings = _node_settings(views[0])
+    assert settings.pop('use_sim_time') is True
+    assert foxglove_view_parameters_from_values(settings).port == 8790
+    assert not [node for node in _of_type(_run_launch(launch_file, {}, monkeypatch), 'Node')
+                if node.keywords['executable'] == 'foxglove_view']
+
+
+@pytest.mark.parametrize('launch_file', ['acres_session.launch.py', 'sensor_bridge.launch.py'])
+def test_an_unknown_view_stops_the_launch(launch_file: str,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(RuntimeError, match='view:=rviz3 is not one of none, foxglove'):
+        _run_launch(launch_file, {'view': 'rviz3'}, monkeypatch)

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 nodes/lockstep.py on its own: the executor adaptor and its race, deadlines, combining streams.
@@ -19,6 +8,7 @@ The delivery itself (barriers and acknowledgements across processes) is test_loc
 """
 
 import concurrent.futures
+import logging
 import threading
 
 import pytest
@@ -32,18 +22,18 @@ from rclpy.topic_endpoint_info import TopicEndpointInfo
 from std_msgs.msg import String
 from support.waiting import wait_until
 
+from acres_bridge.nodes.futures import Deadlines
+from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.lockstep import BarrierTimeout
 from acres_bridge.nodes.lockstep import BarrierTracker
-from acres_bridge.nodes.lockstep import Deadlines
-from acres_bridge.nodes.lockstep import FutureWaiter
-from acres_bridge.nodes.lockstep import known_readers
 from acres_bridge.nodes.lockstep import Lockstep
 from acres_bridge.nodes.lockstep import MatchReport
-from acres_bridge.nodes.lockstep import reader_label
 from acres_bridge.nodes.lockstep import StepReport
 from acres_bridge.nodes.lockstep import StreamReport
-from acres_bridge.nodes.lockstep import UNKNOWN_NODE_NAME
-from acres_bridge.nodes.lockstep import wait_for_matches
+from acres_bridge.nodes.readers import known_readers
+from acres_bridge.nodes.readers import reader_label
+from acres_bridge.nodes.readers import UNKNOWN_NODE_NAME
+from acres_bridge.nodes.readers import wait_for_matches
 
 pytestmark = pytest.mark.ros
 WAIT_S = 10.0
@@ -320,3 +310,27 @@ def test_a_reader_that_the_writer_never_matches_is_named_at_the_deadline(two_par
     ghost = {'/polaris/status': {bytes(range(16)): '/ghost_reader'}}
     assert wait_for_matches(bridge, lambda: [publisher], ghost, 0.05) == {
         '/polaris/status': ('/ghost_reader',)}
+
+
+def test_a_completion_after_the_executor_shut_down_wakes_nothing_and_raises_nothing(
+        ros_context, caplog):
+    """
+    Ctrl-C in a step: the main thread shuts the executor down, then destroying the nodes fails
+    the step's futures. Jazzy's ``create_task`` raises once ``shutdown()`` has destroyed its
+    guard condition, which concurrent.futures logged with a traceback from the done-callback.
+    """
+    executor = SingleThreadedExecutor(context=ros_context)
+    future = concurrent.futures.Future()
+    waiter = ObservedWaiter(future, executor)
+
+    async def step():
+        return await waiter
+
+    task = executor.create_task(step)
+    executor.spin_once(timeout_sec=1.0)     # runs the coroutine here: it parks on the future
+    assert not task.done()
+    executor.shutdown(timeout_sec=5.0)
+    with caplog.at_level(logging.DEBUG, logger='concurrent.futures'):
+        future.set_exception(RuntimeError('the sensor process of maxxum has ended'))
+    assert not caplog.records, caplog.text
+    assert not waiter.woken.is_set()

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 package.xml names every dependency the code imports, so that a rosdep install has everything.
@@ -38,7 +27,10 @@ ROS_PACKAGES = frozenset((
 PYTHON_LIBRARIES = {
     'PIL': 'python3-pil', 'hypothesis': 'python3-hypothesis', 'mcap': 'python3-mcap',
     'numpy': 'python3-numpy', 'psutil': 'python3-psutil', 'pyproj': 'python3-pyproj',
-    'pytest': 'python3-pytest', 'rosbags': 'python3-rosbags', 'yaml': 'python3-yaml'}
+    'pytest': 'python3-pytest', 'rosbags': 'python3-rosbags', 'websockets': 'python3-websockets',
+    'yaml': 'python3-yaml'}
+# Modules that no rosdep key installs: what a colcon user runs instead (the README says so).
+PIP_ONLY = {'foxglove': 'pip install foxglove-sdk (foxglove_view only)'}
 MODULE_KEYS = {**{name: name for name in ROS_PACKAGES}, **PYTHON_LIBRARIES}
 RUNTIME_TAGS = ('depend', 'exec_depend')
 TEST_TAGS = RUNTIME_TAGS + ('test_depend',)
@@ -79,7 +71,9 @@ def _test_code() -> list[pathlib.Path]:
 
 
 def _test_helpers() -> set[str]:
-    return {path.stem for path in (ROOT / 'test').glob('*.py')} | {'support'}
+    """Return the modules a test may import from the tree: test/, its support and tools/."""
+    return ({path.stem for path in (ROOT / 'test').glob('*.py')} | {'support'}
+            | {path.stem for path in (ROOT / 'tools').glob('*.py')})
 
 
 def _missing(found: dict[str, set[str]], keys: set[str]) -> list[str]:
@@ -91,7 +85,8 @@ def _missing(found: dict[str, set[str]], keys: set[str]) -> list[str]:
 def test_every_import_has_a_known_rosdep_key():
     found = {**third_party(_package_code(), {'acres_bridge'}),
              **third_party(_test_code(), {'acres_bridge'} | _test_helpers())}
-    unknown = {module: files for module, files in found.items() if module not in MODULE_KEYS}
+    unknown = {module: files for module, files in found.items()
+               if module not in MODULE_KEYS and module not in PIP_ONLY}
     assert not unknown, (f'imports without a rosdep key in MODULE_KEYS of {__name__}: '
                          f'{unknown}')
 

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 Signals to the executables while they publish: Ctrl-C under ros2 launch, SIGTERM, twice.
@@ -140,3 +129,49 @@ def test_the_first_signal_asks_for_the_stop_and_a_second_sigterm_ends_at_once():
                            timeout=WAIT_S)
     assert ended.returncode == -signal.SIGTERM, ended.stderr
     assert ended.stdout.splitlines() == ['stop requested: True', 'a second SIGINT is ignored']
+
+
+def test_the_nodes_are_destroyed_only_after_the_callbacks_in_flight_returned():
+    """
+    A callback still at work on a thread of a MultiThreadedExecutor when the stop comes.
+
+    Jazzy's executor left its threads running through shutdown(), so the nodes were destroyed
+    under the callback (at Ctrl-C: "exception was never retrieved: cannot use Destroyable").
+    """
+    script = textwrap.dedent('''
+        import os, signal, threading
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.node import Node
+        from acres_bridge.nodes.process import run_until_shutdown
+        running = threading.Event()
+        seen = []
+
+        def build(executor):
+            node = Node('slow_callback')
+
+            def slow():
+                if running.is_set() or seen:
+                    return
+                running.set()
+                os.kill(os.getpid(), signal.SIGINT)
+                threading.Event().wait(0.5)     # still at work while the stop begins
+                running.clear()
+
+            node.create_timer(0.05, slow)
+            executor.add_node(node)
+
+            def destroy():
+                seen.append(running.is_set())
+                node.destroy_node()
+            return destroy
+
+        code = run_until_shutdown('slow', lambda: MultiThreadedExecutor(num_threads=2), build,
+                                  ['slow'])
+        print('callback running at destroy:', seen, 'exit', code, flush=True)
+    ''')
+    ended = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                           timeout=WAIT_S, env=dict(os.environ))
+    assert ended.returncode == 0, ended.stdout + ended.stderr
+    assert ended.stdout.splitlines()[-1] == 'callback running at destroy: [False] exit 0', (
+        ended.stdout + ended.stderr)
+    assert 'never retrieved' not in ended.stderr, ended.stderr

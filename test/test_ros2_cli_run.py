@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 ``ros2 run acres_bridge <each executable>`` and ``ros2 launch acres_bridge <each file>``.
@@ -116,6 +105,9 @@ RUNS = {
     'lidar_recorder': (lambda control, sensor: ['-r', '__ns:=/polaris', '-p', 'set:=cli'],
                        'recording /polaris/lidar/points', '/polaris/lidar_recorder',
                        'points_topic', lambda c, s: 'lidar/points'),
+    'foxglove_view': (lambda control, sensor: ['-p', 'port:=0', '-p', 'include:=^/polaris/'],
+                      'Foxglove view on ws://', '/foxglove_view', 'include',
+                      lambda c, s: '^/polaris/'),
 }
 
 

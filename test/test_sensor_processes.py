@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 A session split over processes (``sensor_processes:=per_agent``).
@@ -201,5 +190,9 @@ def test_no_sensor_process_outlives_the_session(emulator_factory, ending):
     if ending != 'sigkill':
         assert 'Traceback' not in output, output
         assert 'ended (exit code' not in output, output     # no child died unexpectedly
+    if ending in ('ctrl-c', 'sigterm'):     # each child, running, ended as it was stopped
+        for agent, child in children.items():
+            assert f'sensor stream {agent}: process {child.pid} ended with exit code 0' in (
+                output), output
     wait_for(lambda: not any(stream.has_client for stream in emulator.streams), WAIT_S,
              'the emulator to lose every sensor client')

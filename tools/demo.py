@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 The demo: the simulator emulator, the bridge and a live viewer, until Ctrl-C.
@@ -18,6 +7,7 @@ The demo: the simulator emulator, the bridge and a live viewer, until Ctrl-C.
     tools/demo                                   # the Polaris, until Ctrl-C
     tools/demo --duration 20 --vehicles polaris,maxxum --out out/demo
     tools/demo --duration 30 --record-dataset ~/data/acres/lidar   # also a LiDAR data set
+    tools/demo --foxglove                        # also a live view in Foxglove
 
 It starts three kinds of child process, each in its own process group, with DDS discovery
 limited to this machine (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, and ROS_LOCALHOST_ONLY=1 on
@@ -31,7 +21,9 @@ Humble only: Jazzy and later warn that it is deprecated) and a ROS_DOMAIN_ID of 
    ``--out``;
 4. with ``--record-dataset DIR``, one ``lidar_recorder`` per vehicle (in the vehicle's
    namespace), which writes the LiDAR data set ``DIR/demo/<start time>-<vehicle>/``
-   (docs/dataset.md); its log is ``<out>/recorder.log``.
+   (docs/dataset.md); its log is ``<out>/recorder.log``;
+5. with ``--foxglove``, the ``foxglove_view`` node on ws://127.0.0.1:8765 (simulation time),
+   whose URL the demo prints; its log is ``<out>/foxglove.log``.
 
 The emulator's and the bridge's output goes to ``<out>/emulator.log`` and ``<out>/bridge.log``.
 Ctrl-C (or SIGTERM, or the end of ``--duration``) stops the viewer first (it draws its last
@@ -64,7 +56,9 @@ ENTRY_POINTS = {
     'sensor_bridge': 'acres_bridge.nodes.sensor_bridge',
     'sim_control': 'acres_bridge.nodes.sim_control',
     'lidar_recorder': 'acres_bridge.nodes.lidar_recorder',
+    'foxglove_view': 'acres_bridge.nodes.foxglove_view',
 }
+FOXGLOVE_URL = 'ws://127.0.0.1:8765'
 OUTPUTS = ('camera_lidar.png', 'birdseye.png', 'viewer_summary.json')
 
 
@@ -260,6 +254,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--record-dataset', type=Path, metavar='DIR', default=None,
                         help='also record each vehicle\'s LiDAR into the data set DIR/demo '
                              '(lidar_recorder; see docs/dataset.md)')
+    parser.add_argument('--foxglove', action='store_true',
+                        help='also serve the session to Foxglove (the foxglove_view node on '
+                             f'{FOXGLOVE_URL}; open config/acres.foxglove.json as its layout)')
     parser.add_argument('--start-timeout', type=float, default=30.0, help=argparse.SUPPRESS)
     return parser
 
@@ -270,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.vehicles = [name.strip() for name in args.vehicles.split(',') if name.strip()]
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for name in OUTPUTS + ('emulator.log', 'bridge.log', 'recorder.log'):
+    for name in OUTPUTS + ('emulator.log', 'bridge.log', 'recorder.log', 'foxglove.log'):
         (out / name).unlink(missing_ok=True)
     started = time.time()
     env = _environment(args)
@@ -295,6 +292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         children += _start_bridge(args, env, out, control_port, sensor_ports)
         if args.record_dataset is not None:
             children += _start_recorders(args, env, out)
+        if args.foxglove:
+            children.append(Child('foxglove_view', _command('foxglove_view') + [
+                '--ros-args', '-p', 'use_sim_time:=true'], env=env, log=out / 'foxglove.log'))
+            print(f'demo: Foxglove: open {FOXGLOVE_URL} (layout config/acres.foxglove.json)',
+                  flush=True)
         viewer = Child('viewer', [
             sys.executable, '-m', 'acres_bridge.demo.viewer', '--namespaces',
             ','.join(args.vehicles), '--out', str(out), '--picture-period',

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 Scans to a sequence: column order, lens-centre ranges, the scan table, calibration estimates.
@@ -33,7 +22,8 @@ sensor mount, and writes them with a :class:`~acres_bridge.dataset.writer.Sequen
   of 2.5 mm (error at most 1.25 mm); 0 = no return, and a return beyond 163.8375 m is counted
   as clipped and stored as none.
 * **Scan table.** The pose is the odometry interpolated at the scan's stamp (the nearest sample
-  within 50 ms when no sample follows yet; NaN and quality 0 without one). ``source_index`` is
+  within 50 ms when no sample follows yet; NaN and quality 0 without one), which
+  :class:`~acres_bridge.dataset.poses.ScanPoses` keeps and fills in. ``source_index`` is
   the scan's number in its source: given by the caller (a bag's message number), else counted
   in scan periods from the stamps, so a lost scan leaves a hole; ``flags`` bit 0 marks a scan
   whose time from the one before is not one period (within 25 %).
@@ -45,7 +35,6 @@ sensor mount, and writes them with a :class:`~acres_bridge.dataset.writer.Sequen
 * **Body mask.** A cell that returned nearer than 1.5 m in at least 90 % of at least 10 scans.
 """
 
-from collections import deque
 import datetime
 import math
 from pathlib import Path
@@ -63,28 +52,21 @@ from acres_bridge.dataset.format import DatasetError
 from acres_bridge.dataset.format import FLAG_GAP
 from acres_bridge.dataset.format import LENS_CENTER_M
 from acres_bridge.dataset.format import MAX_RANGE_VALUE
-from acres_bridge.dataset.format import QUALITY_DEGRADED
-from acres_bridge.dataset.format import QUALITY_INS
-from acres_bridge.dataset.format import QUALITY_NONE
-from acres_bridge.dataset.format import QUALITY_RTK
-from acres_bridge.dataset.format import QUALITY_TRUTH
 from acres_bridge.dataset.format import RANGE_STEP_M
 from acres_bridge.dataset.format import SCAN_DTYPE
+from acres_bridge.dataset.poses import POSE_FIELDS
+from acres_bridge.dataset.poses import ScanPoses
 from acres_bridge.dataset.writer import SequenceWriter
 
 BODY_RANGE_M = 1.5
 BODY_SHARE = 0.9
 BODY_MIN_SCANS = 10
 GAP_TOLERANCE = 0.25
-NEAREST_POSE_NS = 50_000_000
-POSE_KEEP_NS = 2_000_000_000
 COMMIT_INTERVAL_S = 10.0
 # Fit the beams on the first 8 scans, then on every 16th: enough data, little CPU at 10x.
 BEAM_EARLY = 8
 BEAM_STRIDE = 16
 MIN_COLUMNS_FOR_ORDER = 16
-# NavSatStatus.status -> pose_quality: -1 no fix (dead reckoning), 0 fix, 1 SBAS, 2 GBAS (RTK).
-_FIX_QUALITY = {-1: QUALITY_DEGRADED, 0: QUALITY_INS, 1: QUALITY_INS, 2: QUALITY_RTK}
 
 
 def default_sequence_name(namespace: str = '', now: float | None = None) -> str:
@@ -193,7 +175,6 @@ class LidarRecorder:
         self.sequence = sequence
         self.split = split
         self.source = dict(source or {})
-        self.ground_truth = ground_truth
         self.existing = existing
         self._log = log or (lambda line: None)
         self._clock = clock
@@ -202,9 +183,7 @@ class LidarRecorder:
         self._table = np.zeros(1024, dtype=SCAN_DTYPE)
         self._rows = 0
         self._count = 0
-        self._odometry: deque[OdometrySample] = deque()
-        self.odometry_stamp_ns = -1           # the latest odometry stamp received
-        self._fixes: deque[tuple[int, int]] = deque()
+        self._poses = ScanPoses(ground_truth=ground_truth)
         self._mount: tuple[list[float], list[float]] | None = None
         self._order: tuple[int, int] | None = None
         self._map: np.ndarray | None = None
@@ -229,14 +208,21 @@ class LidarRecorder:
 
     def add_odometry(self, sample: OdometrySample) -> None:
         """Keep an odometry sample for the poses of the scans around it."""
-        self._odometry.append(sample)
-        self.odometry_stamp_ns = max(self.odometry_stamp_ns, sample.stamp_ns)
+        self._poses.add_odometry(sample)
 
     def add_fix_status(self, stamp_ns: int, status: int) -> None:
         """Keep the NavSatFix status of a stamp (the pose quality of the scans after it)."""
-        self._fixes.append((int(stamp_ns), int(status)))
-        while len(self._fixes) > 4096:
-            self._fixes.popleft()
+        self._poses.add_fix_status(stamp_ns, status)
+
+    @property
+    def ground_truth(self) -> bool:
+        """Whether the odometry is the simulator's ground truth (pose quality 4)."""
+        return self._poses.ground_truth
+
+    @property
+    def odometry_stamp_ns(self) -> int:
+        """The latest odometry stamp received (-1 before one)."""
+        return self._poses.odometry_stamp_ns
 
     @property
     def mount(self) -> tuple[list[float], list[float]] | None:
@@ -310,8 +296,7 @@ class LidarRecorder:
             self._range_limits[1] = max(self._range_limits[1], float(kept.max()))
         body_returns = self._body(keep, distance)
         row = np.zeros(1, dtype=SCAN_DTYPE)[0]
-        for name in ('east', 'north', 'up', 'qw', 'qx', 'qy', 'qz', 'speed', 'lateral_speed',
-                     'yaw_rate', 'pitch_rate', 'roll_rate'):
+        for name in POSE_FIELDS:
             row[name] = np.nan
         row['stamp_ns'] = cloud.stamp_ns
         # The time of a scan is the time of its last column: the stamp, unless the cloud's
@@ -455,77 +440,6 @@ class LidarRecorder:
         self._last_source_index = int(source_index)
         return flags, int(source_index)
 
-    # --- poses ------------------------------------------------------------------------------
-
-    def _resolve_poses(self) -> None:
-        """Fill the pose of the rows that lack their final one from the odometry kept."""
-        rows = self.rows
-        start = self._unresolved
-        if start >= len(rows) or not self._odometry:
-            return
-        samples = list(self._odometry)
-        stamps = np.array([sample.stamp_ns for sample in samples], dtype=np.int64)
-        order = np.argsort(stamps, kind='stable')
-        stamps = stamps[order]
-        values = np.array([sample.position + sample.orientation_xyzw + sample.linear
-                           + sample.angular for sample in samples], dtype=np.float64)[order]
-        fixes = list(self._fixes)
-        fix_stamps = np.array([stamp for stamp, _ in fixes], dtype=np.int64)
-        final = start
-        for i in range(start, len(rows)):
-            stamp = int(rows[i]['stamp_ns']) + round(
-                (float(rows[i]['t']) - int(rows[i]['stamp_ns']) * 1e-9) * 1e9)
-            after = int(np.searchsorted(stamps, stamp, side='left'))
-            value = None
-            resolved = False
-            if after < len(stamps) and stamps[after] == stamp:
-                value, resolved = values[after], True
-            elif 0 < after < len(stamps):
-                before = after - 1
-                if stamps[after] - stamps[before] <= POSE_KEEP_NS:
-                    share = (stamp - stamps[before]) / (stamps[after] - stamps[before])
-                    value = values[before] + share * (values[after] - values[before])
-                resolved = True
-            else:
-                # No sample after the scan yet (or none before): the nearest, provisionally.
-                nearest = min(after, len(stamps) - 1)
-                if abs(int(stamps[nearest]) - stamp) <= NEAREST_POSE_NS:
-                    value = values[nearest]
-                resolved = after == 0
-            self._fill(rows[i:i + 1], value, fix_stamps, fixes)
-            if resolved and final == i:
-                final = i + 1
-        self._unresolved = final
-        # Keep what the unresolved rows may still need.
-        keep_from = (int(rows[final]['stamp_ns']) if final < len(rows)
-                     else int(rows[-1]['stamp_ns'])) - POSE_KEEP_NS
-        while len(self._odometry) > 2 and self._odometry[0].stamp_ns < keep_from:
-            self._odometry.popleft()
-
-    def _fill(self, row: np.ndarray, value: np.ndarray | None, fix_stamps: np.ndarray,
-              fixes: list[tuple[int, int]]) -> None:
-        if value is None or not np.isfinite(value[:7]).all():
-            for name in ('east', 'north', 'up', 'qw', 'qx', 'qy', 'qz', 'speed',
-                         'lateral_speed', 'yaw_rate', 'pitch_rate', 'roll_rate'):
-                row[name] = np.nan
-            row['pose_quality'] = QUALITY_NONE
-            return
-        x, y, z, qx, qy, qz, qw, vx, vy, _, wx, wy, wz = value
-        norm = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw) or 1.0
-        row['east'], row['north'], row['up'] = x, y, z
-        row['qw'], row['qx'], row['qy'], row['qz'] = qw / norm, qx / norm, qy / norm, qz / norm
-        row['speed'], row['lateral_speed'] = vx, vy
-        row['yaw_rate'], row['pitch_rate'], row['roll_rate'] = wz, wy, wx
-        if self.ground_truth:
-            row['pose_quality'] = QUALITY_TRUTH
-            return
-        stamp = round(float(row['t'][0]) * 1e9)
-        at = int(np.searchsorted(fix_stamps, stamp, side='right')) - 1 if len(fixes) else -1
-        if at < 0 and len(fixes):
-            at = 0
-        row['pose_quality'] = (_FIX_QUALITY.get(fixes[at][1], QUALITY_DEGRADED) if at >= 0
-                               else QUALITY_INS)
-
     # --- commits ----------------------------------------------------------------------------
 
     def calibration(self) -> Calibration:
@@ -566,7 +480,7 @@ class LidarRecorder:
         writer = self.writer
         if writer is None:
             return
-        self._resolve_poses()
+        self._unresolved = self._poses.resolve(self.rows, self._unresolved)
         meta = {
             'source': {**writer.meta.get('source', {}), **self.source},
             'identity': {'recorded_by': 'acres_bridge lidar_recorder', 'started': self.started},

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 Lockstep: a step answers once every message of it has reached every reliable reader.
@@ -21,10 +10,6 @@ matched at that moment has acknowledged every message of the stream's publishers
 (``Publisher.wait_for_all_acked``). sim_control awaits :meth:`Lockstep.hook` before it answers
 ``step_simulation`` or ``simulate_steps``.
 
-* :class:`FutureWaiter` is the one adaptor from a ``concurrent.futures.Future`` (completed on
-  any thread) to an rclpy coroutine; sim_control awaits its control replies with it too.
-* :class:`Deadlines` is the one time-out mechanism: one thread and a heap of deadlines that
-  fail futures (a barrier that never comes).
 * :class:`BarrierTracker` is one stream's barrier bookkeeping, fed by its reader thread.
 * :class:`StreamDelivery` answers "barrier N published and acknowledged" for one stream in this
   process. It is the sensor side's interface: a :class:`StreamReport` is plain data, so a
@@ -38,7 +23,7 @@ before that writer has matched the reader, and then ``wait_for_all_acked`` has n
 for. So before a step is sent, and again before the acknowledgement wait, each stream waits
 until its writers have matched every reader of their topics that the session knows: those in
 the graph of the process that received the request (sim_control's participant has seen the
-client that sent it) and those in the stream's own graph (:func:`wait_for_matches`). A reader
+client that sent it) and those in the stream's own graph (nodes/readers.py). A reader
 not matched within ``ack_timeout_s`` is named like a late one.
 
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
@@ -55,8 +40,6 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 import concurrent.futures
 import dataclasses
-import heapq
-import itertools
 import statistics
 import threading
 import time
@@ -65,174 +48,24 @@ from typing import Protocol
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
-from rclpy.duration import Duration
-from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
-from rclpy.qos import qos_check_compatible
-from rclpy.qos import QoSCompatibility
-from rclpy.qos import ReliabilityPolicy
-from rclpy.topic_endpoint_info import TopicEndpointInfo
 
 from acres_bridge.conversions.diagnostics import format_value
+from acres_bridge.nodes.futures import Deadlines
+from acres_bridge.nodes.futures import FutureWaiter
+from acres_bridge.nodes.futures import settle
+from acres_bridge.nodes.readers import known_readers
+from acres_bridge.nodes.readers import MATCH_POLL_S
+from acres_bridge.nodes.readers import ReaderSet
+from acres_bridge.nodes.readers import wait_for_acks
+from acres_bridge.nodes.readers import wait_for_matches
 
 BARRIER_HISTORY = 256
 ACK_WORKERS = 8
 FIGURES_KEPT = 200
-# A wake-up task re-creates itself while its coroutine has not resumed (see FutureWaiter).
-# Only a task that its executor no longer runs (its node removed) gets this far.
-MAX_REARMS = 10_000
 LATE_LOG_INTERVAL_S = 5.0
-# How often a stream looks at its writers' matches again while one is missing.
-MATCH_POLL_S = 0.002
-# Topics outside every stream's namespace that a step publishes.
-SESSION_GLOBAL_TOPICS = ('/clock', '/tf')
-
-# topic -> {reader endpoint GID: the reader's label}: the readers a step must reach.
-ReaderSet = dict[str, dict[bytes, str]]
-
-
-def _settle(future: concurrent.futures.Future, result: Any = None,
-            error: BaseException | None = None) -> bool:
-    """Complete a future unless it is already done; return whether this call completed it."""
-    try:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-    except concurrent.futures.InvalidStateError:
-        return False
-    return True
-
-
-class FutureWaiter:
-    """
-    Await a ``concurrent.futures.Future`` in an rclpy coroutine without blocking a thread.
-
-    rclpy (up to Kilted) resumes a coroutine by polling: whenever its executor wakes up, it
-    runs every pending task that is not running, and a task whose coroutine still waits yields
-    again. The waiter parks by yielding; the future's completion, on whatever thread, wakes
-    the executor with a new task (``create_task``), and the executor's next pass resumes the
-    coroutine.
-
-    The race: a multi-threaded executor skips a task that is running. A completion that lands
-    after the coroutine found the future pending, but before its task's run ended, wakes a
-    pass that skips the task, and nothing wakes the executor again. So the wake-up task checks
-    whether the coroutine has resumed and, if not, creates itself again: each time is one more
-    executor pass, and the first pass after the parked run ended resumes the coroutine. The
-    repetition ends on the coroutine's own progress, not on a clock, and cannot lose the
-    wake-up; in the usual case (the future completes long after the coroutine parked) it costs
-    one or two passes. ``rearms`` counts the wake-ups that found the coroutine not yet resumed.
-
-    :param future: the future to await; its result or exception is the await's.
-    :param executor: the executor running the awaiting coroutine (None: no wake-up, for a
-        coroutine driven by hand).
-    """
-
-    def __init__(self, future: concurrent.futures.Future, executor: Executor | None) -> None:
-        self._future = future
-        self._executor = executor
-        self._lock = threading.Lock()
-        self._parked = False
-        self._abandoned = False
-        self._armed = False
-        self.rearms = 0
-
-    def __await__(self):
-        try:
-            while True:
-                with self._lock:
-                    if self._future.done():
-                        self._parked = False
-                        break
-                    self._parked = True
-                    arm = not self._armed
-                    self._armed = True
-                if arm:
-                    self._future.add_done_callback(self._completed)
-                yield
-        except GeneratorExit:
-            with self._lock:
-                self._abandoned = True
-            raise
-        return self._future.result()
-
-    def _completed(self, future: concurrent.futures.Future) -> None:
-        if self._executor is not None:
-            self._executor.create_task(self._wake)     # create_task wakes the executor
-
-    def _wake(self) -> None:
-        with self._lock:
-            again = self._parked and not self._abandoned and self.rearms < MAX_REARMS
-            if again:
-                self.rearms += 1
-        if again:
-            self._executor.create_task(self._wake)
-
-
-class Deadlines:
-    """
-    Fail futures that are not done by their deadline: one thread and one heap per process part.
-
-    :param name: the thread's name.
-    """
-
-    def __init__(self, name: str = 'lockstep-deadlines') -> None:
-        self._name = name
-        self._heap: list[tuple[float, int, concurrent.futures.Future,
-                               Callable[[], BaseException | None]]] = []
-        self._order = itertools.count()
-        self._condition = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stopped = False
-
-    def fail_after(self, future: concurrent.futures.Future, timeout_s: float,
-                   error: Callable[[], BaseException | None]) -> None:
-        """
-        Fail ``future`` with ``error()`` if it is not done ``timeout_s`` from now.
-
-        ``error`` is called on the deadline thread and may return None to leave the future be.
-        """
-        with self._condition:
-            if self._stopped:
-                return
-            heapq.heappush(self._heap, (time.monotonic() + timeout_s, next(self._order),
-                                        future, error))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
-                self._thread.start()
-            self._condition.notify()
-
-    def stop(self) -> None:
-        """Stop the thread; pending deadlines are dropped."""
-        with self._condition:
-            self._stopped = True
-            self._heap.clear()
-            self._condition.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout=5.0)
-
-    def _run(self) -> None:
-        while True:
-            with self._condition:
-                due = []
-                while not self._stopped:
-                    now = time.monotonic()
-                    while self._heap and (self._heap[0][0] <= now or self._heap[0][2].done()):
-                        deadline, _, future, error = heapq.heappop(self._heap)
-                        if not future.done():
-                            due.append((future, error))
-                    if due:
-                        break
-                    self._condition.wait(self._heap[0][0] - now if self._heap else None)
-                if self._stopped:
-                    return
-            for future, error in due:
-                exception = error()
-                if exception is not None:
-                    _settle(future, error=exception)
 
 
 class BarrierTracker:
@@ -410,146 +243,6 @@ class DeliverySource(Protocol):
         """
 
 
-UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'
-
-
-def unnamed_reader_label(gid: Iterable[int]) -> str:
-    """Name a subscription whose node is unknown by its endpoint GID."""
-    return 'unnamed reader ' + '.'.join(f'{byte:02x}' for byte in gid)
-
-
-def reader_label(info: TopicEndpointInfo) -> str:
-    """
-    Name a subscription by its node's full name, or by its GID while the node is unknown.
-
-    A node's name reaches other processes in a message of its own (ros_discovery_info), after
-    its endpoints; a reader that stalls before that message got through stays unnamed here,
-    and its GID is then what identifies it (``ros2 topic info --verbose`` shows the same).
-    """
-    if info.node_name == UNKNOWN_NODE_NAME:
-        return unnamed_reader_label(info.endpoint_gid)
-    return f"{info.node_namespace.rstrip('/')}/{info.node_name}"
-
-
-def reliable_readers(node: Node, topic: str) -> tuple[str, ...]:
-    """Return the names (see reader_label) of the reliable subscribers of ``topic``."""
-    return tuple(sorted(reader_label(info) for info in node.get_subscriptions_info_by_topic(topic)
-                        if info.qos_profile.reliability == ReliabilityPolicy.RELIABLE))
-
-
-def in_session(topic: str, namespaces: Iterable[str]) -> bool:
-    """Whether a step of streams in ``namespaces`` publishes on ``topic``."""
-    return topic in SESSION_GLOBAL_TOPICS or any(
-        topic.startswith(namespace.rstrip('/') + '/') for namespace in namespaces)
-
-
-def known_readers(node: Node, namespaces: Iterable[str]) -> ReaderSet:
-    """
-    Return the readers that ``node``'s graph knows on the topics of a step of these streams.
-
-    Every reader counts, of any reliability: a writer that has not matched a best-effort
-    reader does not send it the step either.
-    """
-    namespaces = tuple(namespaces)
-    readers: ReaderSet = {}
-    for topic, _ in node.get_topic_names_and_types():
-        if in_session(topic, namespaces):
-            found = {bytes(info.endpoint_gid): reader_label(info)
-                     for info in node.get_subscriptions_info_by_topic(topic)}
-            if found:
-                readers[topic] = found
-    return readers
-
-
-def type_name(message_type: type) -> str:
-    """Return a message class's ROS type name (``sensor_msgs/msg/Imu``)."""
-    return f'{message_type.__module__.split(".")[0]}/msg/{message_type.__name__}'
-
-
-def _compatible(publisher: Publisher, info: TopicEndpointInfo) -> bool:
-    """
-    Whether the publisher can match the reader.
-
-    Not a reader of another type, a transient-local reader of a volatile writer or a reliable
-    one of a best-effort writer: DDS never matches those.
-    """
-    if info.topic_type != type_name(publisher.msg_type):
-        return False
-    compatibility, _ = qos_check_compatible(publisher.qos_profile, info.qos_profile)
-    return compatibility != QoSCompatibility.ERROR
-
-
-def unmatched_readers(node: Node, publishers: Iterable[Publisher],
-                      readers: ReaderSet) -> dict[str, tuple[str, ...]]:
-    """
-    Return topic -> readers that the publisher of that topic has not matched yet.
-
-    A reader of ``readers`` that this process's graph does not know yet is unmatched by its
-    label. rclpy gives a writer's match count, not its readers: while the count is below the
-    compatible readers of the graph, every compatible reader is named, as DDS does not say
-    which one is missing.
-    """
-    unmatched = {}
-    for publisher in publishers:
-        try:
-            topic = publisher.topic_name
-            matched = publisher.get_subscription_count()
-        except InvalidHandle:   # destroyed meanwhile (its bridge went): nobody to match
-            continue
-        infos = node.get_subscriptions_info_by_topic(topic)
-        known = {bytes(info.endpoint_gid) for info in infos}
-        missing = [label for gid, label in readers.get(topic, {}).items() if gid not in known]
-        compatible = [info for info in infos if _compatible(publisher, info)]
-        if matched < len(compatible):
-            missing.extend(reader_label(info) for info in compatible)
-        if missing:
-            unmatched[topic] = tuple(sorted(set(missing)))
-    return unmatched
-
-
-def wait_for_matches(node: Node, publishers: Callable[[], Iterable[Publisher]],
-                     readers: ReaderSet, timeout_s: float) -> dict[str, tuple[str, ...]]:
-    """
-    Block until the publishers have matched every reader they must (see unmatched_readers).
-
-    It blocks, looking again every 2 ms while a match is missing: call it on a thread of its
-    own, never an executor's. Matching is discovery's work, which goes on in Fast DDS's own
-    threads; nothing here can hurry it.
-
-    :return: topic -> readers still unmatched at the deadline (empty: all matched).
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        unmatched = unmatched_readers(node, publishers(), readers)
-        if not unmatched or time.monotonic() >= deadline:
-            return unmatched
-        time.sleep(MATCH_POLL_S)
-
-
-def wait_for_acks(node: Node, publishers: Iterable[Publisher],
-                  timeout_s: float) -> dict[str, tuple[str, ...]]:
-    """
-    Block until every reliable reader acknowledged every sample of ``publishers``.
-
-    One deadline for all. It blocks: call it on a thread of its own, never an executor's.
-
-    :return: topic -> reliable readers, for each publisher still unacknowledged at the
-        deadline (empty: all acknowledged).
-    """
-    deadline = time.monotonic() + timeout_s
-    late = {}
-    for publisher in publishers:
-        remaining = max(0.0, deadline - time.monotonic())
-        try:
-            acked = publisher.wait_for_all_acked(Duration(nanoseconds=int(remaining * 1e9)))
-            topic = publisher.topic_name
-        except InvalidHandle:   # destroyed meanwhile (its bridge went): no reader to wait for
-            continue
-        if not acked:
-            late[topic] = reliable_readers(node, topic)
-    return late
-
-
 class StreamDelivery:
     """
     One stream of this process as a :class:`DeliverySource`.
@@ -582,15 +275,15 @@ class StreamDelivery:
             deadline = time.monotonic() + timeout_s
             while self._ready is not None and not self._ready():
                 if time.monotonic() >= deadline:
-                    _settle(result, {f'sensor stream {self.name}': ('no Hello yet',)})
+                    settle(result, {f'sensor stream {self.name}': ('no Hello yet',)})
                     return
                 time.sleep(MATCH_POLL_S)
-            _settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
-                                             max(0.0, deadline - time.monotonic())))
+            settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
+                                            max(0.0, deadline - time.monotonic())))
         try:
             self._lockstep.submit(match)
         except RuntimeError as exc:     # the pool is shut down: the session is going
-            _settle(result, error=exc)
+            settle(result, error=exc)
         return result
 
     def delivered(self, step: int, barrier_timeout_s: float,
@@ -602,8 +295,8 @@ class StreamDelivery:
         def acknowledge() -> None:
             started = time.monotonic()
             unmatched, late = self._lockstep.wait_for_delivery(self._publishers, readers)
-            _settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
-                                         unmatched))
+            settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
+                                        unmatched))
 
         def published(future: concurrent.futures.Future) -> None:
             if future.cancelled() or report.done():
@@ -611,7 +304,7 @@ class StreamDelivery:
             try:
                 self._lockstep.submit(acknowledge)
             except RuntimeError as exc:     # the pool is shut down: the session is going
-                _settle(report, error=exc)
+                settle(report, error=exc)
 
         def expired() -> BaseException | None:
             return None if barrier.done() else BarrierTimeout(self.name, step, barrier_timeout_s)
@@ -702,18 +395,18 @@ class Lockstep:
                 try:
                     unmatched.update(part.result())
                 except Exception as exc:  # noqa: B902 - a source that went: the step says so
-                    _settle(combined, error=exc)
+                    settle(combined, error=exc)
                     return
-            _settle(combined, MatchReport(time.monotonic() - started, unmatched))
+            settle(combined, MatchReport(time.monotonic() - started, unmatched))
 
         combined.add_done_callback(self._record_match)
         if not sources:
-            _settle(combined, MatchReport(0.0))
+            settle(combined, MatchReport(0.0))
             return combined
         try:
             self.submit(ask)
         except RuntimeError as exc:     # the pool is shut down: the session is going
-            _settle(combined, error=exc)
+            settle(combined, error=exc)
         return combined
 
     def step_delivered(self, step: int,
@@ -739,18 +432,18 @@ class Lockstep:
             errors = [outcomes[name].exception() for name in order]
             late = [error.stream for error in errors if isinstance(error, BarrierTimeout)]
             if late:
-                _settle(combined, error=TimeoutError(
+                settle(combined, error=TimeoutError(
                     f'no barrier of step {step} within {self.barrier_timeout_s:g} s on the '
                     f'sensor stream of {", ".join(sorted(late))}'))
             elif any(error is not None for error in errors):
-                _settle(combined, error=next(error for error in errors if error is not None))
+                settle(combined, error=next(error for error in errors if error is not None))
             else:
-                _settle(combined, StepReport(step, tuple(outcomes[name].result()
-                                                         for name in order)))
+                settle(combined, StepReport(step, tuple(outcomes[name].result()
+                                                        for name in order)))
 
         combined.add_done_callback(self._record)
         if not sources:
-            _settle(combined, StepReport(step, ()))
+            settle(combined, StepReport(step, ()))
             return combined
         readers = self.session_readers(sources)
         parts = [source.delivered(step, self.barrier_timeout_s, readers) for source in sources]

@@ -1,20 +1,10 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """The life of an executable's process, shared by the nodes' ``main()``."""
 
 from collections.abc import Callable
+import concurrent.futures
 import os
 import signal
 import sys
@@ -48,8 +38,9 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     rclpy's own signal handlers are not installed: on a signal they shut the context down from
     a thread of their own, which races with the main thread destroying the nodes (Ctrl-C under
     ``ros2 launch`` brings two SIGINTs a few milliseconds apart; Jazzy's rclpy crashed there
-    once). Here a signal only asks for the stop, and the main thread alone stops the executor,
-    destroys the nodes (each joins its threads first) and then shuts the context down.
+    once). Here a signal only asks for the stop, and the main thread alone stops the executor
+    (once the callbacks its threads still run have returned), destroys the nodes (each joins its
+    threads first) and then shuts the context down.
 
     :param program: the executable's name, the first word of a parameter error.
     :param executor_type: makes the executor (after ``rclpy.init``).
@@ -86,6 +77,7 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
             raise
     finally:
         stop.requested = True
+        _finish_callbacks(executor)
         executor.shutdown()
         if destroy is not None:
             destroy()
@@ -121,6 +113,22 @@ class StopRequest:
         elif signum == signal.SIGTERM:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _finish_callbacks(executor: Executor) -> None:
+    """
+    Wait for the callbacks that the last ``spin_once`` gave the executor's threads.
+
+    ``Executor.shutdown()`` does not wait for them (up to Kilted), and Jazzy's
+    MultiThreadedExecutor never ends its thread pool (Kilted's does, but after shutdown()). A
+    callback still running there meets the guard condition that shutdown() destroyed ("The
+    following exception was never retrieved: cannot use Destroyable because destruction was
+    requested") or nodes being destroyed. No callback starts now: nothing spins any more. The
+    pool is the executor's private ``_executor``, only read here.
+    """
+    pool = getattr(executor, '_executor', None)
+    if isinstance(pool, concurrent.futures.ThreadPoolExecutor):
+        pool.shutdown(wait=True)
 
 
 def _log_configuration(program: str, configuration: dds.Configuration) -> None:

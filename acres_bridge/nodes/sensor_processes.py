@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 One agent's sensor stream in a process of its own, for a session split over processes.
@@ -36,7 +25,7 @@ so the acknowledgement wait covers its own writers:
 
 The readers are those the parent's graph knows on the stream's topics: before a step is sent,
 and again before the acknowledgement wait, the child waits until its writers have matched
-them and every compatible reader of its own graph (lockstep.wait_for_matches), because a
+them and every compatible reader of its own graph (readers.wait_for_matches), because a
 client's readers may be known to sim_control's participant before this one has matched them.
 
 A child whose stream is not connected answers at once with no wait, as a disconnected stream
@@ -66,13 +55,13 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 
-from acres_bridge.nodes.lockstep import _settle
+from acres_bridge.nodes.futures import Deadlines
+from acres_bridge.nodes.futures import settle
 from acres_bridge.nodes.lockstep import BarrierTimeout
-from acres_bridge.nodes.lockstep import Deadlines
-from acres_bridge.nodes.lockstep import ReaderSet
 from acres_bridge.nodes.lockstep import StreamDelivery
 from acres_bridge.nodes.lockstep import StreamReport
 from acres_bridge.nodes.parameters import SensorBridgeParameters
+from acres_bridge.nodes.readers import ReaderSet
 
 MODULE = 'acres_bridge.nodes.sensor_processes'
 NODE_NAME = 'sensor_bridge'
@@ -263,7 +252,7 @@ class SensorProcess:
             self._requests += 1
         future.add_done_callback(lambda _: self._forget(request))
         if not self.running or not self._writer.send({'id': request, **message}):
-            _settle(future, error=self._ended_error())
+            settle(future, error=self._ended_error())
             return future
 
         def expired() -> BaseException:
@@ -290,14 +279,14 @@ class SensorProcess:
             future, step, timeout_s = entry
             unmatched = _topic_readers(message.get('unmatched'))
             if message.get('barrier_timeout'):
-                _settle(future, error=BarrierTimeout(self.name, step, timeout_s))
+                settle(future, error=BarrierTimeout(self.name, step, timeout_s))
             elif 'error' in message:
-                _settle(future, error=RuntimeError(
+                settle(future, error=RuntimeError(
                     f'the sensor process of {self.name}: {message["error"]}'))
             elif step is None:
-                _settle(future, unmatched)
+                settle(future, unmatched)
             else:
-                _settle(future, StreamReport(
+                settle(future, StreamReport(
                     self.name, step, float(message.get('ack_wait_s', 0.0)),
                     _topic_readers(message.get('late')), unmatched))
         self._ended.set()
@@ -305,7 +294,7 @@ class SensorProcess:
             pending = [future for future, _, _ in self._pending.values()]
             stopping = self._stopping
         for future in pending:
-            _settle(future, error=self._ended_error())
+            settle(future, error=self._ended_error())
         if not stopping and self._node.context.ok():
             try:
                 code = self.process.wait(STOP_TIMEOUT_S)
@@ -361,6 +350,9 @@ class SensorProcess:
                     break
                 except subprocess.TimeoutExpired:
                     continue
+            # The one sign of how the child ended: it is not launch's process, but ours.
+            log = self._logger.info if code == 0 else self._logger.error
+            log(f'sensor stream {self.name}: process {process.pid} ended with exit code {code}')
         if self._reader is not None:
             self._reader.join(timeout_s)
         if self._channel is not None:

@@ -1,16 +1,5 @@
-# Copyright 2026 The acres_bridge authors
-#
-# Licensed under the Apache License, Version 2.0 (the "License");
-# you may not use this file except in compliance with the License.
-# You may obtain a copy of the License at
-#
-#     http://www.apache.org/licenses/LICENSE-2.0
-#
-# Unless required by applicable law or agreed to in writing, software
-# distributed under the License is distributed on an "AS IS" BASIS,
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
-# See the License for the specific language governing permissions and
-# limitations under the License.
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
 
 """
 sim_control: the simulator control channel as ROS 2 services, one action and one topic.
@@ -23,6 +12,10 @@ get_available_worlds; conversions/simulation.py builds their answers) or answeri
 RESULT_FEATURE_UNSUPPORTED at once. Names and meanings are in CONTRACT.md's sim_control
 section.
 
+The handlers live in two mixins, one per interface package: nodes/simulation_services.py
+and nodes/acres_services.py; this module keeps the node, the channel and its hello cache, the
+service table's set-up, the step between the lockstep hooks and the episode events.
+
 Callbacks are ``async def`` in one reentrant callback group: each sends its request through
 ``ControlClient.request_async`` and awaits the reply future, which the control reader thread
 completes; the executor never blocks on the socket. The node runs in any executor, alone
@@ -33,8 +26,6 @@ completes; the executor never blocks on the socket. The node runs in any executo
 from collections.abc import Awaitable
 from collections.abc import Callable
 import concurrent.futures
-import json
-import re
 import sys
 import threading
 from typing import Any
@@ -55,51 +46,21 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
 
 from acres_bridge.conversions.acres import episode_from_event
-from acres_bridge.conversions.acres import farm_state_fields
-from acres_bridge.conversions.acres import farm_state_response
-from acres_bridge.conversions.acres import field_query_fields
-from acres_bridge.conversions.acres import hello_response
-from acres_bridge.conversions.acres import record_fields
-from acres_bridge.conversions.acres import set_conditions_fields
-from acres_bridge.conversions.acres import vehicle_shift_fields
-from acres_bridge.conversions.acres import vehicle_shifts_response
 from acres_bridge.conversions.diagnostics import control_stats_to_status
-from acres_bridge.conversions.messages import fill_message
 from acres_bridge.conversions.messages import installed_interface
 from acres_bridge.conversions.messages import ReplyError
 from acres_bridge.conversions.simulation import add_warning
 from acres_bridge.conversions.simulation import detect_shape
-from acres_bridge.conversions.simulation import entities_states_from_replies
-from acres_bridge.conversions.simulation import entity_filters_unsupported
-from acres_bridge.conversions.simulation import entity_info
-from acres_bridge.conversions.simulation import entity_names_from_reply
-from acres_bridge.conversions.simulation import entity_state_from_reply
 from acres_bridge.conversions.simulation import failed_result
-from acres_bridge.conversions.simulation import failed_spawn_result
-from acres_bridge.conversions.simulation import features_from_reply
-from acres_bridge.conversions.simulation import filter_names
-from acres_bridge.conversions.simulation import named_poses_from_reply
-from acres_bridge.conversions.simulation import resource_string_unsupported
 from acres_bridge.conversions.simulation import result_from_reply
-from acres_bridge.conversions.simulation import served_features
-from acres_bridge.conversions.simulation import set_entity_state_fields
-from acres_bridge.conversions.simulation import simulation_state_from_reply
-from acres_bridge.conversions.simulation import spawn_entity_fields
-from acres_bridge.conversions.simulation import spawn_resource
-from acres_bridge.conversions.simulation import spawn_result_from_reply
-from acres_bridge.conversions.simulation import spawn_results_outcome
-from acres_bridge.conversions.simulation import spawnables_from_reply
-from acres_bridge.conversions.simulation import spawned_name
-from acres_bridge.conversions.simulation import step_feedback
-from acres_bridge.conversions.simulation import tags_match
-from acres_bridge.conversions.simulation import UNSUPPORTED_SERVICES
-from acres_bridge.conversions.simulation import world_from_hello
-from acres_bridge.nodes.lockstep import FutureWaiter
+from acres_bridge.nodes.acres_services import AcresServices
+from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.parameters import declare_sim_control_parameters
 from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import SimControlParameters
 from acres_bridge.nodes.process import run_until_shutdown
+from acres_bridge.nodes.simulation_services import SimulationServices
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
@@ -114,18 +75,14 @@ EPISODE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 RESULT_OK = Result.RESULT_OK
-RESULT_NOT_FOUND = Result.RESULT_NOT_FOUND
-RESULT_FEATURE_UNSUPPORTED = Result.RESULT_FEATURE_UNSUPPORTED
 RESULT_OPERATION_FAILED = Result.RESULT_OPERATION_FAILED
-# reset_simulation scope bits that remove the spawned entities (0 is the same as 255).
-_SCOPE_SPAWNED = 4
 
 BarrierHook = Callable[[int], Awaitable[Any]]
 MatchHook = Callable[[], Awaitable[Any]]
 Reply = dict[str, Any]
 
 
-class SimControlNode(Node):
+class SimControlNode(SimulationServices, AcresServices, Node):
     """
     The control channel's ops as services, the simulate_steps action and acres/episode.
 
@@ -221,56 +178,7 @@ class SimControlNode(Node):
 
     def _service_specs(self) -> list[tuple[str, str, str, str, Callable[..., Awaitable[None]]]]:
         """Return (ROS name, package, type, op, handler) of every service."""
-        simulation = 'simulation_interfaces'
-        acres = 'acres_interfaces'
-        return [
-            ('get_simulator_features', simulation, 'GetSimulatorFeatures', 'hello',
-             self._get_simulator_features),
-            ('get_simulation_state', simulation, 'GetSimulationState', 'get_state',
-             self._get_simulation_state),
-            ('set_simulation_state', simulation, 'SetSimulationState', 'set_state',
-             self._set_simulation_state),
-            ('step_simulation', simulation, 'StepSimulation', 'step', self._step_simulation),
-            ('reset_simulation', simulation, 'ResetSimulation', 'reset',
-             self._reset_simulation),
-            ('get_entities', simulation, 'GetEntities', 'get_entities', self._get_entities),
-            ('get_entity_state', simulation, 'GetEntityState', 'get_entity_state',
-             self._get_entity_state),
-            ('set_entity_state', simulation, 'SetEntityState', 'set_entity_state',
-             self._set_entity_state),
-            ('spawn_entity', simulation, 'SpawnEntity', 'spawn_entity', self._spawn_entity),
-            ('delete_entity', simulation, 'DeleteEntity', 'delete_entity',
-             self._delete_entity),
-            ('get_spawnables', simulation, 'GetSpawnables', 'get_spawnables',
-             self._get_spawnables),
-            ('get_named_poses', simulation, 'GetNamedPoses', 'get_named_poses',
-             self._get_named_poses),
-            ('get_entities_states', simulation, 'GetEntitiesStates',
-             'get_entities + get_entity_state', self._get_entities_states),
-            ('spawn_entities', simulation, 'SpawnEntities', 'spawn_entity',
-             self._spawn_entities),
-            ('get_entity_info', simulation, 'GetEntityInfo', 'get_entities',
-             self._get_entity_info),
-            ('get_current_world', simulation, 'GetCurrentWorld', 'hello',
-             self._get_current_world),
-            ('get_available_worlds', simulation, 'GetAvailableWorlds', 'hello',
-             self._get_available_worlds),
-        ] + [
-            (name, simulation, _type_name(name), 'none', self._unsupported(reason))
-            for name, reason in UNSUPPORTED_SERVICES.items()
-        ] + [
-            ('acres/hello', acres, 'Hello', 'hello', self._hello_service),
-            ('acres/set_conditions', acres, 'SetConditions', 'set_conditions',
-             self._set_conditions),
-            ('acres/set_vehicle_shift', acres, 'SetVehicleShift', 'set_vehicle_shift',
-             self._set_vehicle_shift),
-            ('acres/get_vehicle_shifts', acres, 'GetVehicleShifts', 'get_vehicle_shifts',
-             self._get_vehicle_shifts),
-            ('acres/record', acres, 'Record', 'record', self._record),
-            ('acres/farm_state', acres, 'FarmState', 'farm_state', self._farm_state),
-            ('acres/field_query', acres, 'FieldQuery', 'field_query', self._field_query),
-            ('acres/screenshot', acres, 'Screenshot', 'screenshot', self._screenshot),
-        ]
+        return self._simulation_service_specs() + self._acres_service_specs()
 
     def _create_service(self, name: str, package: str, type_name: str, op: str,
                         handler: Callable[..., Awaitable[None]]) -> Any:
@@ -439,293 +347,11 @@ class SimControlNode(Node):
         if warning:
             add_warning(result, f'step {barrier}: {warning}')
 
-    # --- simulation_interfaces services ------------------------------------------------------
-
-    async def _get_simulator_features(self, request: Any, response: Any) -> None:
-        try:
-            reply = await self._reply('hello')
-            features = features_from_reply(reply)
-        except (ControlError, ReplyError) as exc:
-            # The response has no result field: custom_info carries a failed reply instead.
-            response.features.custom_info = json.dumps(
-                {'ok': False, 'result': RESULT_OPERATION_FAILED, 'error': str(exc)})
-            return
-        self._remember_hello(reply)
-        response.features.features = served_features(features, self.served)
-        response.features.custom_info = json.dumps(reply)
-
-    async def _get_simulation_state(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'get_state')
-        if reply is not None:
-            response.state = simulation_state_from_reply(reply)
-
-    async def _set_simulation_state(self, request: Any, response: Any) -> None:
-        await self._call(response, 'set_state', state=request.state.state)
-
-    async def _step_simulation(self, request: Any, response: Any) -> None:
-        await self._step(response, request.steps)
-
-    async def _simulate_steps(self, goal_handle: Any) -> Any:
-        action_type = self._simulate_steps_type
-        steps = goal_handle.request.steps
-
-        def on_progress(event: Reply) -> None:
-            # On the control reader thread, in the order of the socket: all feedback goes out
-            # before the reply completes the goal.
-            goal_handle.publish_feedback(step_feedback(action_type.Feedback, event))
-
-        result = action_type.Result()
-        try:
-            await self._step(result, steps, on_progress=on_progress, progress=True)
-        except ReplyError as exc:
-            result.result = failed_result(f'malformed step reply: {exc}')
-        if result.result.result == RESULT_OK:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        return result
-
-    async def _reset_simulation(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'reset', scope=request.scope)
-        if (reply is not None and response.result.result == RESULT_OK
-                and (request.scope == 0 or request.scope & _SCOPE_SPAWNED)):
-            self._spawned.clear()
-
-    async def _get_entities(self, request: Any, response: Any) -> list[str] | None:
-        """Answer get_entities (or the names of get_entities_states); the names, or None."""
-        filters = request.filters
-        unsupported = entity_filters_unsupported(filters)
-        if unsupported is not None:
-            response.result = failed_result(unsupported, RESULT_FEATURE_UNSUPPORTED)
-            return None
-        try:
-            filter_names([], filters.filter)
-        except re.error as exc:
-            response.result = failed_result(
-                f'filters.filter {filters.filter!r} is not a regular expression: {exc}')
-            return None
-        reply = await self._call(response, 'get_entities')
-        if reply is None or response.result.result != RESULT_OK:
-            return None
-        response.entities = filter_names(entity_names_from_reply(reply), filters.filter)
-        return list(response.entities)
-
-    async def _get_entity_state(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'get_entity_state', entity=request.entity)
-        if reply is not None and response.result.result == RESULT_OK:
-            response.state = entity_state_from_reply(reply)
-
-    async def _set_entity_state(self, request: Any, response: Any) -> None:
-        # 1.x has no flags: both parts apply. 2.x: a part not set is kept, which the op
-        # cannot do by itself (it always applies a pose and a twist), so it is read first.
-        set_pose = getattr(request, 'set_pose', True)
-        set_twist = getattr(request, 'set_twist', True)
-        current = None
-        if not (set_pose and set_twist):
-            current = await self._call(response, 'get_entity_state', entity=request.entity)
-            if current is None or response.result.result != RESULT_OK:
-                return
-            if not (set_pose or set_twist):
-                return       # nothing to change; the entity exists
-        fields = set_entity_state_fields(request.entity, request.state, set_pose=set_pose,
-                                         set_twist=set_twist, current=current)
-        await self._call(response, 'set_entity_state', **fields)
-
-    async def _spawn_entity(self, request: Any, response: Any) -> None:
-        refused = resource_string_unsupported(*spawn_resource(request, self.shape))
-        if refused is not None:
-            response.result = failed_result(refused, RESULT_FEATURE_UNSUPPORTED)
-            return
-        fields = spawn_entity_fields(request, self.shape)
-        reply = await self._call(response, 'spawn_entity', **fields)
-        if reply is not None and 'entity' in reply:
-            fill_message(response, {'entity_name': reply['entity']}, key='entity')
-        self._remember_spawn(reply, fields['uri'])
-
-    def _remember_spawn(self, reply: Reply | None, uri: str) -> None:
-        name = spawned_name(reply) if reply is not None else None
-        if name is not None:
-            self._spawned[name] = uri
-
-    async def _delete_entity(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'delete_entity', entity=request.entity)
-        if reply is not None and response.result.result in (RESULT_OK, RESULT_NOT_FOUND):
-            self._spawned.pop(request.entity, None)
-
-    async def _get_spawnables(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'get_spawnables')
-        if reply is None or response.result.result != RESULT_OK:
-            return
-        response.spawnables = spawnables_from_reply(reply, self.shape)
-        sources = [source for source in request.sources if source]
-        if sources:
-            add_warning(response.result, 'the simulator has no other sources; not searched: '
-                        + ', '.join(sources))
-
-    async def _get_named_poses(self, request: Any, response: Any) -> None:
-        try:
-            tags_match([], request.tags)
-        except ValueError as exc:
-            response.result = failed_result(str(exc))
-            return
-        reply = await self._call(response, 'get_named_poses')
-        if reply is not None and response.result.result == RESULT_OK:
-            response.poses = [pose for pose in named_poses_from_reply(reply)
-                              if tags_match(pose.tags, request.tags)]
-
-    # --- simulation_interfaces services composed of ops --------------------------------------
-
-    async def _get_entities_states(self, request: Any, response: Any) -> None:
-        # The names as get_entities gives them, then every state requested at once (the
-        # replies come in the order of the requests).
-        names = await self._get_entities(request, response)
-        response.entities = []
-        if names is None:
-            return
-        waiting = [(name, self._send('get_entity_state', entity=name)) for name in names]
-        replies = []
-        for name, reply in waiting:
-            try:
-                replies.append((name, await reply))
-            except ControlError as exc:
-                response.result = failed_result(f'get_entity_state of {name!r}: {exc}')
-                return
-        response.entities, response.states, response.result = (
-            entities_states_from_replies(replies))
-
-    async def _spawn_entities(self, request: Any, response: Any) -> None:
-        # Every spawn is sent at once, in the order of the requests, so renaming and name
-        # clashes within the call come out as if they were sent one by one.
-        pending = []
-        for spawn in request.spawn_requests:
-            refused = resource_string_unsupported(*spawn_resource(spawn))
-            if refused is not None:
-                pending.append((None, None, refused))
-                continue
-            fields = spawn_entity_fields(spawn)
-            pending.append((fields['uri'], self._send('spawn_entity', **fields), None))
-        results = []
-        for uri, waiting_reply, refused in pending:
-            if refused is not None:
-                results.append(failed_spawn_result(refused, RESULT_FEATURE_UNSUPPORTED))
-                continue
-            try:
-                reply = await waiting_reply
-            except ControlError as exc:
-                results.append(failed_spawn_result(str(exc)))
-                continue
-            try:
-                results.append(spawn_result_from_reply(reply))
-            except ReplyError as exc:
-                results.append(failed_spawn_result(f'malformed spawn_entity reply: {exc}'))
-                continue
-            self._remember_spawn(reply, uri)
-        response.results = results
-        response.result = spawn_results_outcome(results)
-
-    async def _get_entity_info(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'get_entities')
-        if reply is None or response.result.result != RESULT_OK:
-            return
-        if request.entity not in entity_names_from_reply(reply):
-            response.result = failed_result(f'no entity {request.entity!r}', RESULT_NOT_FOUND)
-            return
-        hello = self.hello
-        if hello is None:
-            hello = await self._call(response, 'hello')
-            if hello is None or response.result.result != RESULT_OK:
-                return
-        response.info = entity_info(request.entity, hello, self._spawned)
-
-    async def _get_current_world(self, request: Any, response: Any) -> None:
-        world = await self._hello_world(response)
-        if world is not None:
-            response.world = world
-
-    async def _get_available_worlds(self, request: Any, response: Any) -> None:
-        if list(request.filter.tags):
-            response.result = failed_result('worlds have no tags to filter by (feature '
-                                            'WORLD_TAGS)', RESULT_FEATURE_UNSUPPORTED)
-            return
-        world = await self._hello_world(response)
-        if world is None:
-            return
-        response.worlds = [world]
-        sources = [source for source in request.additional_sources if source]
-        if sources:
-            add_warning(response.result, 'the simulator has only the map it runs; not '
-                        'searched: ' + ', '.join(sources))
-
-    async def _hello_world(self, response: Any) -> Any:
-        """Return the world of a fresh hello (None with the result set when there is none)."""
-        reply = await self._call(response, 'hello')
-        if reply is None or response.result.result != RESULT_OK:
-            return None
-        self._remember_hello(reply)
-        world = world_from_hello(reply)
-        if world is None:
-            response.result = failed_result('the simulator names no map',
-                                            type(response).NO_WORLD_LOADED)
-        return world
-
-    def _unsupported(self, reason: str) -> Callable[..., Awaitable[None]]:
-        """Return a handler that answers RESULT_FEATURE_UNSUPPORTED at once, sending nothing."""
-        async def handler(request: Any, response: Any) -> None:
-            response.result = failed_result(reason, RESULT_FEATURE_UNSUPPORTED)
-        return handler
-
-    # --- acres_interfaces services -----------------------------------------------------------
-
-    async def _hello_service(self, request: Any, response: Any) -> None:
-        reply = await self._call(response, 'hello')
-        if reply is not None:
-            hello_response(reply, response)
-            self._remember_hello(reply)
-
-    async def _set_conditions(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'set_conditions', set_conditions_fields(request))
-
-    async def _set_vehicle_shift(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'set_vehicle_shift',
-                           {'shift': vehicle_shift_fields(request.shift)})
-
-    async def _get_vehicle_shifts(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'get_vehicle_shifts', {}, vehicle_shifts_response)
-
-    async def _record(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'record', record_fields(request))
-
-    async def _farm_state(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'farm_state', farm_state_fields(request),
-                           farm_state_response)
-
-    async def _field_query(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'field_query', field_query_fields(request))
-
-    async def _screenshot(self, request: Any, response: Any) -> None:
-        await self._mirror(response, 'screenshot', {'path': request.path})
-
-    async def _mirror(self, response: Any, op: str, fields: dict[str, Any],
-                      fill: Callable[[Reply, Any], Any] | None = None) -> None:
-        """Send an op and copy the reply's keys into the response fields of the same name."""
-        reply = await self._call(response, op, **fields)
-        if reply is None:
-            return
-        if fill is None:
-            fill_message(response, reply, skip=('result',))
-        else:
-            fill(reply, response)
-
 
 def _session_of(hello: Reply | None) -> Any:
     """Return what tells one simulator session from another: the start of its episode_id."""
     episode_id = (hello or {}).get('episode_id')
     return episode_id.split('-')[0] if isinstance(episode_id, str) else None
-
-
-def _type_name(name: str) -> str:
-    """Return the service type of a conventional name (GetEntityBounds: get_entity_bounds)."""
-    return ''.join(part.capitalize() for part in name.split('_'))
 
 
 def main(args: list[str] | None = None) -> int:

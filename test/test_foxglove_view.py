@@ -1,0 +1,285 @@
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""
+The foxglove_view node, seen by a real Foxglove WebSocket protocol client.
+
+A lockstep emulator, the session bridge, the view (its own executor) and a ROS client node share
+one rclpy graph; :mod:`foxglove_client` speaks ``foxglove.sdk.v1`` over ``websockets``.
+"""
+
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import threading
+
+from foxglove_client import FoxgloveClient
+from foxglove_client import wait_for_channels
+import pytest
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy
+from rclpy.qos import QoSProfile
+from rclpy.qos import ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from rclpy.serialization import serialize_message
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import PointCloud2
+from simulation_interfaces.msg import Result
+from simulation_interfaces.srv import StepSimulation
+from support.sensor_bridge_graph import streaming
+from support.spinning import SpinningExecutor
+from support.waiting import wait_until
+from tf2_msgs.msg import TFMessage
+
+from acres_bridge.foxglove.definitions import read_installed
+from acres_bridge.foxglove.definitions import SEPARATOR
+from acres_bridge.nodes.bridge import SessionBridge
+from acres_bridge.nodes.foxglove_view import FoxgloveViewNode
+
+pytestmark = pytest.mark.ros
+
+WAIT_S = 30.0
+CLIENT_SCRIPT = Path(__file__).with_name('foxglove_client.py')
+SENSOR_TOPICS = ('/clock', '/tf_static', '/polaris/lidar/points', '/polaris/camera/image_raw',
+                 '/polaris/camera/camera_info', '/polaris/ins/imu', '/polaris/ins/fix',
+                 '/polaris/ins/odometry', '/polaris/ground_truth/odometry',
+                 '/polaris/step_barrier')
+
+
+class Rig:
+    """The emulator, the session, the view and a ROS client node, in one context."""
+
+    def __init__(self, context: object, emulator: object) -> None:
+        self.emulator = emulator
+        self.session_executor = MultiThreadedExecutor(num_threads=2, context=context)
+        self.session = SessionBridge(self.session_executor, context=context, parameter_overrides=[
+            Parameter('port', value=emulator.control_port),
+            Parameter('sensor_processes', value='in_process')])
+        self.view_executor = SingleThreadedExecutor(context=context)
+        self.view = FoxgloveViewNode(context=context, parameter_overrides=[
+            Parameter('port', value=0)])
+        self.view_executor.add_node(self.view)
+        self._threads = [threading.Thread(target=executor.spin, daemon=True)
+                         for executor in (self.session_executor, self.view_executor)]
+        for thread in self._threads:
+            thread.start()
+        self.client_spinner = SpinningExecutor(context)
+        self.client = self.client_spinner.add(rclpy.create_node('view_test_client',
+                                                                context=context))
+        self.url = f'ws://127.0.0.1:{self.view.server.port}'
+
+    def streaming(self) -> None:
+        """Wait until the sensor stream is up and the view serves its topics."""
+        session = self.session
+        wait_until(lambda: session.bridges and all(streaming(b) for b in session.bridges),
+                   what='the sensor stream to send its Hello', timeout_s=WAIT_S)
+        wait_for_channels(self.url, SENSOR_TOPICS, WAIT_S)
+
+    def step(self, steps: int) -> None:
+        client = self.client.create_client(StepSimulation, '/step_simulation')
+        assert client.wait_for_service(timeout_sec=WAIT_S)
+        request = StepSimulation.Request()
+        request.steps = steps
+        response = self.client_spinner.wait(client.call_async(request), WAIT_S)
+        assert response.result.result == Result.RESULT_OK, response.result.error_message
+        self.client.destroy_client(client)
+
+    def view_subscribes(self, topic: str) -> bool:
+        return any(info.node_name == 'foxglove_view'
+                   for info in self.client.get_subscriptions_info_by_topic(topic))
+
+    def close(self) -> None:
+        self.client_spinner.shutdown()
+        for executor in (self.view_executor, self.session_executor):
+            executor.shutdown(timeout_sec=5.0)
+        self.view.destroy_node()
+        self.session.destroy()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+
+
+@pytest.fixture
+def rig(ros_context, emulator_factory):
+    emulator = emulator_factory(vehicles=('polaris',), lockstep=True, drive='hold')
+    rig = Rig(ros_context, emulator)
+    try:
+        yield rig
+    finally:
+        rig.close()
+
+
+@pytest.fixture
+def clients():
+    opened = []
+
+    def open_client(url: str, **options: object) -> FoxgloveClient:
+        client = FoxgloveClient(url, **options)
+        opened.append(client)
+        return client
+
+    try:
+        yield open_client
+    finally:
+        for client in opened:
+            client.close()
+
+
+def test_the_channels_are_the_graphs_topics_with_full_definitions(rig, clients):
+    rig.streaming()
+    client = clients(rig.url)
+
+    def graph_topics() -> dict[str, str]:
+        return {name: types[0] for name, types in rig.client.get_topic_names_and_types()
+                if '/msg/' in types[0]}
+
+    def advertised() -> dict[str, str]:
+        return {channel['topic']: channel['schemaName'] for channel in client.channels.values()}
+
+    wait_until(lambda: '/polaris/lidar/points' in graph_topics()
+               and advertised() == graph_topics(), timeout_s=WAIT_S,
+               what='the channels to be the topics of the graph')
+    assert {'/clock', '/tf_static', '/polaris/camera/image_raw', '/polaris/ins/imu',
+            '/diagnostics'} <= set(advertised())
+    for channel in client.channels.values():
+        assert (channel['encoding'], channel['schemaEncoding']) == ('cdr', 'ros2msg')
+        package, _, name = channel['schemaName'].split('/')
+        own = read_installed(package, 'msg', name).rstrip('\n')
+        assert channel['schema'].split(f'\n{SEPARATOR}\n')[0].rstrip('\n') == own
+    cloud = client.channel('/polaris/lidar/points')['schema']
+    parts = cloud.split(f'\n{SEPARATOR}\n')
+    assert [part.split('\n', 1)[0] for part in parts[1:]] == [
+        'MSG: std_msgs/Header', 'MSG: builtin_interfaces/Time', 'MSG: sensor_msgs/PointField']
+    assert client.server_info['capabilities'] and 'services' in client.server_info[
+        'capabilities'] and 'time' in client.server_info['capabilities']
+
+
+def test_a_cloud_is_byte_identical_to_the_serialised_ros_message(rig, clients):
+    rig.streaming()
+    raw = []
+    rig.client.create_subscription(
+        PointCloud2, '/polaris/lidar/points', raw.append,
+        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), raw=True)
+    client = clients(rig.url)
+    client.subscribe('/polaris/lidar/points')
+    wait_until(lambda: rig.view_subscribes('/polaris/lidar/points'), timeout_s=WAIT_S,
+               what='the view to subscribe the cloud')
+    rig.step(25)
+    client.wait(lambda: client.counts['/polaris/lidar/points'] >= 2, WAIT_S, 'two clouds')
+    wait_until(lambda: len(raw) >= 2, timeout_s=WAIT_S, what='two clouds in ROS')
+    received = [payload for _, payload in client.messages['/polaris/lidar/points']]
+    assert received == raw[:len(received)]
+    assert len(received[0]) > 900_000       # 1800 columns x 32 rings x 16 bytes, and the header
+    cloud = deserialize_message(received[0], PointCloud2)
+    assert (cloud.height, cloud.width, cloud.point_step) == (1800, 32, 16)
+
+
+def test_tf_static_reaches_a_client_that_connects_late(rig, clients):
+    rig.streaming()
+    latched = []
+    rig.client.create_subscription(
+        TFMessage, '/tf_static', latched.append,
+        QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                   durability=DurabilityPolicy.TRANSIENT_LOCAL), raw=True)
+    wait_until(lambda: latched, timeout_s=WAIT_S, what='the static transforms in ROS')
+    client = clients(rig.url)
+    client.subscribe('/tf_static')
+    client.wait(lambda: client.counts['/tf_static'], WAIT_S, 'the static transforms')
+    assert client.last['/tf_static'] == latched[-1]
+    frames = {transform.child_frame_id for transform in
+              deserialize_message(client.last['/tf_static'], TFMessage).transforms}
+    assert {'base_link', 'lidar', 'camera'} <= frames
+
+
+def test_unsubscribing_ends_the_ros_subscription(rig, clients):
+    rig.streaming()
+    client = clients(rig.url)
+    first, = client.subscribe('/polaris/ins/imu')
+    other = clients(rig.url)
+    second, = other.subscribe('/polaris/ins/imu')
+    wait_until(lambda: rig.view_subscribes('/polaris/ins/imu'), timeout_s=WAIT_S,
+               what='the view to subscribe the IMU')
+    assert not rig.view_subscribes('/polaris/ins/odometry')
+    client.unsubscribe(first)
+    other.close()      # the other ends by leaving
+    wait_until(lambda: not rig.view_subscribes('/polaris/ins/imu'), timeout_s=WAIT_S,
+               what='the view to end its IMU subscription')
+
+
+def test_a_service_call_through_the_view_steps_the_emulator(rig, clients):
+    rig.streaming()
+    client = clients(rig.url)
+    service = client.wait(lambda: client.services.get('/step_simulation'), WAIT_S,
+                          'the step service')
+    assert service['type'] == 'simulation_interfaces/srv/StepSimulation'
+    assert service['request']['schemaName'] == 'simulation_interfaces/srv/StepSimulation_Request'
+    assert 'get_parameters' not in ' '.join(client.services)
+    request = StepSimulation.Request()
+    request.steps = 7
+    encoding, payload = client.call('/step_simulation', serialize_message(request))
+    assert encoding == 'cdr', payload
+    response = deserialize_message(payload, StepSimulation.Response)
+    assert response.result.result == Result.RESULT_OK, response.result.error_message
+    assert [r['steps'] for r in rig.emulator.requests if r.get('op') == 'step'] == [7]
+
+
+def test_bad_client_messages_get_errors_and_the_server_keeps_serving(rig, clients):
+    rig.streaming()
+    client = clients(rig.url)
+    client.channel('/clock', WAIT_S)
+    client.send_json({'op': 'subscribe', 'subscriptions': [{'id': 1, 'channelId': 999999}]})
+    client.connection.send('this is not json')
+    client.wait(lambda: len(client.statuses) >= 2, WAIT_S, 'two error statuses')
+    assert all(status['level'] == 2 for status in client.statuses), client.statuses
+    verdict, text = client.call('/step_simulation', b'\x00\x01\x00\x00\xff')
+    assert verdict == 'failure' and 'StepSimulation' in text
+    assert not [r for r in rig.emulator.requests if r.get('op') == 'step']
+    client.subscribe('/clock')
+    rig.step(5)
+    client.wait(lambda: client.counts['/clock'] >= 5, WAIT_S, 'the clock after the errors')
+
+
+def test_a_paused_client_changes_nothing_for_a_ros_subscriber_and_another_client(
+        rig, clients):
+    rig.streaming()
+    clocks = []
+    rig.client.create_subscription(
+        Clock, '/clock', clocks.append,
+        QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE), raw=True)
+    clouds = []
+    rig.client.create_subscription(
+        PointCloud2, '/polaris/lidar/points', clouds.append,
+        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), raw=True)
+    paused = subprocess.Popen([sys.executable, str(CLIENT_SCRIPT), rig.url, *SENSOR_TOPICS],
+                              stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert paused.stdout.readline().strip() == 'subscribed'
+        wait_until(lambda: rig.view_subscribes('/polaris/camera/image_raw'), timeout_s=WAIT_S,
+                   what='the view to subscribe for the paused client')
+        other = clients(rig.url)
+        other.subscribe('/clock', '/polaris/lidar/points')
+        rig.step(10)
+        other.wait(lambda: other.counts['/clock'] >= 10, WAIT_S, 'the first clocks')
+        paused.send_signal(signal.SIGSTOP)
+        for _ in range(100):     # 10 s of simulation: clouds and images it never reads
+            rig.step(10)
+        total = 1010            # 101 steps of 10 clocks
+        other.wait(lambda: other.counts['/clock'] >= total, WAIT_S,
+                   'every clock of the steps at the other client')
+        wait_until(lambda: len(clocks) >= total, timeout_s=WAIT_S,
+                   what='every clock at the ROS subscriber')
+        wait_until(lambda: other.count('/polaris/lidar/points') == len(clouds), timeout_s=WAIT_S,
+                   what='the other client to have every cloud the ROS subscriber has')
+        assert (len(clocks), other.count('/clock')) == (total, total)
+        assert [payload for _, payload in other.messages['/clock']] == clocks
+        assert len(clouds) > 50
+        assert [payload for _, payload in other.messages['/polaris/lidar/points']] == clouds
+        assert paused.poll() is None      # paused, not gone
+    finally:
+        paused.send_signal(signal.SIGCONT)
+        paused.kill()
+        paused.communicate(timeout=WAIT_S)
