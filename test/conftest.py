@@ -76,3 +76,32 @@ def control_proxy(emulator: object) -> Iterator[object]:
     from acres_bridge.emulator.faults import FaultProxy
     with FaultProxy(emulator.control_port, protocol='control', name='control') as proxy:
         yield proxy
+
+
+@pytest.fixture
+def two_hosts() -> Iterator[object]:
+    """
+    Give a function that makes two hosts (network namespaces and a link) for the test.
+
+    Skipped, with the reason, where namespaces cannot be made (not root, no iproute2). Every
+    pair is removed after the test, failed or not, and then nothing of the run may be left.
+    """
+    from support import two_hosts as hosts
+    reason = hosts.unavailable()
+    if reason:
+        pytest.skip(f'two hosts need network namespaces: {reason}')
+    hosts.remove_stale()
+    made = []
+
+    def make(mtu: int | None = None, env: dict[str, str] | None = None) -> hosts.TwoHosts:
+        pair = hosts.TwoHosts(mtu=mtu, env=env)
+        made.append(pair)
+        return pair
+
+    try:
+        yield make
+    finally:
+        for pair in made:
+            pair.remove()
+        left = hosts.leftovers()
+        assert not left, f'namespaces or links of this run left behind: {left}'

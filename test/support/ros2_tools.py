@@ -84,15 +84,21 @@ class Background:
     A command in a process group of its own (as a terminal runs it), its output collected.
 
     :param args: the command (run after sourcing setup.bash).
+    :param wrapper: what runs the shell (e.g. ``ip netns exec NAME``); nothing by default.
+    :param env: the whole environment instead of :func:`environment`'s.
+    :param stdin: give the command a pipe to write to (:meth:`send`).
     :param extra_env: more environment variables.
     """
 
-    def __init__(self, args: Sequence[str], **extra_env: str) -> None:
+    def __init__(self, args: Sequence[str], *, wrapper: Sequence[str] = (),
+                 env: dict[str, str] | None = None, stdin: bool = False,
+                 **extra_env: str) -> None:
         self.args = list(args)
         self._lines: list[str] = []
         self._changed = threading.Condition()
         self.process = subprocess.Popen(
-            sourced(args), env=environment(**extra_env), cwd=ROOT, text=True, errors='replace',
+            [*wrapper, *sourced(args)], env=environment(**extra_env) if env is None else env,
+            cwd=ROOT, text=True, errors='replace', stdin=subprocess.PIPE if stdin else None,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         self._reader = threading.Thread(target=self._read, name='ros2-output', daemon=True)
         self._reader.start()
@@ -104,6 +110,16 @@ class Background:
                 self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()
+
+    def send(self, line: str) -> None:
+        """Write one line to the command's standard input (started with ``stdin=True``)."""
+        self.process.stdin.write(line + '\n')
+        self.process.stdin.flush()
+
+    def lines(self, start: int = 0) -> list[str]:
+        """Return the lines of output from index ``start`` on."""
+        with self._changed:
+            return self._lines[start:]
 
     @property
     def output(self) -> str:

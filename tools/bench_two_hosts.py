@@ -1,0 +1,192 @@
+# SPDX-FileCopyrightText: 2026 The acres_bridge authors
+# SPDX-License-Identifier: Apache-2.0
+
+"""
+The bridge across two hosts: loss, latency and CPU per Fast DDS configuration, at 1x and 5x.
+
+Two network namespaces joined by a veth link (test/support/two_hosts.py, root only): host A
+runs the emulator of one Polaris in play, the ``acres_bridge`` executable and a reader
+(test/two_host_client.py) beside it; host B runs the same reader, reliable keep-last 1000.
+What A's reader got is what the bridge published; what B's lacks of it, within the span B
+covers, is lost across the link. Latency is B's reception time minus A's for the same message
+(the link's cost over a reader on the bridge's host). CPU is the processes' CPU seconds per
+second of the run on each host. Configurations:
+
+* ``own``: nothing set, the bridge's own writer settings (the default);
+* ``stock_heartbeat``: the bridge's writers with Fast DDS's stock 3 s heartbeat (a user
+  profile that sets it);
+* ``large_data``: ``FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA`` on both hosts (data over TCP);
+* ``buffers``: ``FASTDDS_BUILTIN_TRANSPORTS=DEFAULT?sockets_size=4MB`` on both hosts;
+* ``buffers_bridge``: the same in the bridge's process only (host B stock);
+* ``two_hosts_profile``: config/fastdds_two_hosts.xml (4 MiB socket buffers) on both hosts.
+
+``.venv/bin/python tools/bench_two_hosts.py --seconds 30 --rates 1 5 [--mtu 1280]`` prints a
+line per run and a JSON report at the end.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEST = os.path.join(ROOT, 'test')
+for path in (ROOT, TEST):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from support import two_hosts  # noqa: E402, I100
+from support.environment import claim_domain_id  # noqa: E402
+
+from acres_bridge.nodes import dds  # noqa: E402, I100
+
+CLIENT = os.path.join(TEST, 'two_host_client.py')
+CONFIGS = ('own', 'stock_heartbeat', 'large_data', 'buffers', 'buffers_bridge',
+           'two_hosts_profile')
+START_S = 120.0
+BUFFERS = 'DEFAULT?sockets_size=4MB'
+TWO_HOSTS_PROFILE = os.path.join(ROOT, 'config', 'fastdds_two_hosts.xml')
+AGENT = 'polaris'
+
+
+def config_env(config: str, work_dir: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Return the extra environment of host A's bridge and of every process of both hosts."""
+    if config == 'own':
+        return {}, {}
+    if config == 'stock_heartbeat':
+        fast_dds = dds.find_fast_dds()
+        path = os.path.join(work_dir, 'stock_heartbeat.xml')
+        with open(path, 'w', encoding='utf-8') as stream:
+            stream.write(dds.profile_xml(fast_dds.major, local_discovery=False,
+                                         heartbeat_period_ms=3000, segment_size=None))
+        return {dds.profile_variable(fast_dds): path}, {}
+    if config == 'large_data':
+        return {}, {'FASTDDS_BUILTIN_TRANSPORTS': 'LARGE_DATA'}
+    if config == 'buffers':
+        return {}, {'FASTDDS_BUILTIN_TRANSPORTS': BUFFERS}
+    if config == 'buffers_bridge':
+        return {'FASTDDS_BUILTIN_TRANSPORTS': BUFFERS}, {}
+    if config == 'two_hosts_profile':
+        return {}, {dds.profile_variable(dds.find_fast_dds()): TWO_HOSTS_PROFILE}
+    raise ValueError(f'unknown configuration {config!r}')
+
+
+def _cpu_s(host: two_hosts.Host) -> float:
+    import psutil
+    total = 0.0
+    for process in host.processes:
+        try:
+            top = psutil.Process(process.process.pid)
+            for item in (top, *top.children(recursive=True)):
+                times = item.cpu_times()
+                total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def run_once(config: str, rate: float, seconds: float, mtu: int | None) -> dict:
+    """Run one configuration at one rate; return its figures."""
+    with tempfile.TemporaryDirectory(prefix='acres-two-hosts-') as work_dir:
+        bridge_env, both_env = config_env(config, work_dir)
+        pair = two_hosts.TwoHosts(mtu=mtu)
+        try:
+            return _measure(pair, config, rate, seconds, bridge_env, both_env)
+        finally:
+            pair.remove()
+
+
+def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
+             bridge_env: dict[str, str], both_env: dict[str, str]) -> dict:
+    emulator = pair.a.start([sys.executable, '-m', 'acres_bridge.emulator.server',
+                             '--control-port', 'any', '--sensor-ports', '0', '--vehicles',
+                             AGENT, '--rate', repr(rate)], **both_env)
+    port = emulator.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+)', START_S).group(1)
+    bridge = pair.a.start([sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+                           '-p', f'port:={port}'], **both_env, **bridge_env)
+    bridge.wait_for(rf'sensor stream {AGENT}: hello from', START_S)
+    logs = {}
+    for host, name in ((pair.a, 'host_a_reader'), (pair.b, 'host_b_reader')):
+        logs[host.name] = two_hosts.ClientLog(
+            host.start([sys.executable, CLIENT, name, '--read', AGENT], **both_env))
+    deadline = time.monotonic() + START_S
+    while not all(log.update().ready for log in logs.values()):
+        if time.monotonic() > deadline:
+            raise TimeoutError('the readers saw no publisher for every topic')
+        time.sleep(0.1)
+    cpu_start = {host.name: _cpu_s(host) for host in pair.hosts}
+    started = time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - started
+    cpu = {host.name: (_cpu_s(host) - cpu_start[host.name]) / elapsed for host in pair.hosts}
+    time.sleep(2.0)         # let what is in flight arrive before counting
+    reference, reader = (logs[pair.a.name].update(), logs[pair.b.name].update())
+    figures = {'config': config, 'rate': rate, 'mtu': pair.mtu(), 'topics': {},
+               'cpu_a': round(cpu[pair.a.name], 2), 'cpu_b': round(cpu[pair.b.name], 2)}
+    for topic, sent in reference.messages.items():
+        got = dict((stamp, received) for received, stamp in reader.messages.get(topic, []))
+        if not got:
+            figures['topics'][topic] = {'sent': len(sent), 'lost': len(sent)}
+            continue
+        low, high = min(got), max(got)
+        window = [(received, stamp) for received, stamp in sent if low <= stamp <= high]
+        lost = sum(1 for _, stamp in window if stamp not in got)
+        extra_ms = [(got[stamp] - received) * 1e-6 for received, stamp in window
+                    if stamp in got]
+        figures['topics'][topic] = {
+            'sent': len(window), 'lost': lost,
+            'extra_p50_ms': round(statistics.median(extra_ms), 2) if extra_ms else None,
+            'extra_p99_ms': round(_percentile(extra_ms, 0.99), 2) if extra_ms else None}
+    return figures
+
+
+def summary(figures: dict) -> str:
+    """One line: the run, loss per topic that lost any, the cloud's and IMU's latency, CPU."""
+    topics = figures['topics']
+    lost = {topic.rsplit('/', 2)[-2] + '/' + topic.rsplit('/', 1)[-1]: f'{item["lost"]}/'
+            f'{item["sent"]}' for topic, item in topics.items() if item['lost']}
+    cloud = topics.get(f'/{AGENT}/lidar/points', {})
+    imu = topics.get(f'/{AGENT}/ins/imu', {})
+    return (f'{figures["config"]:>15} {figures["rate"]:g}x mtu {figures["mtu"]}: lost '
+            f'{lost or "none"}; cloud +{cloud.get("extra_p50_ms")} ms p50 '
+            f'+{cloud.get("extra_p99_ms")} p99, imu +{imu.get("extra_p50_ms")} p50 '
+            f'+{imu.get("extra_p99_ms")} p99; cpu A {figures["cpu_a"]} B {figures["cpu_b"]}')
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--seconds', type=float, default=30.0)
+    parser.add_argument('--rates', type=float, nargs='+', default=[1.0, 5.0])
+    parser.add_argument('--configs', nargs='+', choices=CONFIGS, default=list(CONFIGS))
+    parser.add_argument('--mtu', type=int, default=None)
+    parser.add_argument('--repeat', type=int, default=1)
+    args = parser.parse_args(argv)
+    reason = two_hosts.unavailable()
+    if reason:
+        print(f'bench_two_hosts: {reason}', file=sys.stderr)
+        return 2
+    os.environ.setdefault('ROS_DOMAIN_ID', str(claim_domain_id()))
+    two_hosts.remove_stale()
+    report = []
+    for _ in range(args.repeat):
+        for rate in args.rates:
+            for config in args.configs:
+                figures = run_once(config, rate, args.seconds, args.mtu)
+                print(summary(figures), flush=True)
+                report.append(figures)
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
