@@ -7,7 +7,8 @@ The ros2 commands of a user against ``ros2 launch acres_bridge emulator_session.
 One session (emulator and bridge, default arguments but the ports) serves the whole module:
 ``ros2 pkg``, ``ros2 node list``, ``ros2 param list/get/dump`` of each node, ``ros2 topic
 echo/hz`` and ``ros2 action send_goal``, each run in a shell that sourced the prefix's
-setup.bash, with --no-daemon where the command takes it. (``ros2 service call`` of the
+setup.bash, asking the ros2 daemon as the tools do by default: the module starts it before
+the session and stops it after. (``ros2 service call`` of the
 ros-tooling wheels needs Kilted's rclpy: on Jazzy it fails before it calls.)
 """
 
@@ -26,16 +27,15 @@ from support.ros2_tools import param_list
 from support.ros2_tools import PREFIX
 from support.ros2_tools import require_tooling
 from support.ros2_tools import run
+from support.ros2_tools import start_daemon
 from support.ros2_tools import stop_daemon
 from support.ros2_tools import wait_for_nodes
 from support.waiting import call_across_processes
 import yaml
 
 pytestmark = pytest.mark.ros
-# Discovery in a fresh ros2 process: how long the graph queries listen before they answer.
-SPIN = ['--no-daemon', '--spin-time', '2']
-# ros2 param get/dump: and wait this long for the node to be discovered.
-PARAM = [*SPIN, '--timeout', '10']
+# ros2 param get/dump: wait this long for the node to be discovered.
+PARAM = ['--timeout', '10']
 AGENT = 'polaris'
 
 
@@ -50,6 +50,7 @@ class Session:
 def session() -> Iterator[Session]:
     """Run the emulator session until the module ends, then Ctrl-C it (exit 0, all gone)."""
     require_tooling()
+    start_daemon()
     control_port, sensor_port = free_ports(2)
     launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
                          f'port:={control_port}', f'sensor_ports:={sensor_port}'])
@@ -135,7 +136,7 @@ def test_ros2_param_list_get_dump_of_each_node(session: Session, node: str, para
 def test_ros2_topic_echo_once(session: Session, topic: str, message_type: str,
                               field: str) -> None:
     # With the type given, echo subscribes at once instead of waiting to discover it.
-    message = yaml.safe_load(_ok(['ros2', 'topic', 'echo', '--once', *SPIN, '--timeout', '20',
+    message = yaml.safe_load(_ok(['ros2', 'topic', 'echo', '--once', '--timeout', '20',
                                   topic, message_type]).split('\n---')[0])
     assert field in message
 

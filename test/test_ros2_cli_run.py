@@ -6,7 +6,8 @@
 
 Each runs as a user runs it (a shell that sourced setup.bash, its own process group), against
 an emulator started with ``ros2 run``, then gets Ctrl-C (SIGINT to the process group): exit 0,
-no traceback, no process left. Each node shows once in ``ros2 node list`` and answers
+no traceback, no process left. Each node shows once in ``ros2 node list`` (asked of the ros2
+daemon, the tools' default: each test starts it and stops it after) and answers
 ``ros2 param``. ``rviz:=true`` without rviz2 fails before anything starts; ``record_dataset``
 records each agent into ``$ACRES_DATA``.
 """
@@ -25,6 +26,7 @@ from support.ros2_tools import PACKAGE
 from support.ros2_tools import param_list
 from support.ros2_tools import require_tooling
 from support.ros2_tools import run
+from support.ros2_tools import start_daemon
 from support.ros2_tools import stop_daemon
 from support.ros2_tools import wait_for_nodes
 import yaml
@@ -32,7 +34,7 @@ import yaml
 from acres_bridge.dataset import LidarSet
 
 pytestmark = pytest.mark.ros
-PARAM = ['--no-daemon', '--spin-time', '2', '--timeout', '10']
+PARAM = ['--timeout', '10']
 HELLO = r'sensor stream polaris: hello from agent'
 
 
@@ -48,6 +50,7 @@ def emulator_ports() -> Iterator[tuple[int, int]]:
     """Run the emulator with ``ros2 run`` until the test ends; give (control, sensor)."""
     # Ports the emulator binds itself: a port found free and then closed can be taken by any
     # connection of the machine before the emulator binds it (seen beside other test runs).
+    start_daemon()
     process = _start_emulator('any', 0)
     try:
         ready = process.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+) sensors=(\d+)')
@@ -200,6 +203,7 @@ def test_record_dataset_records_each_vehicle_and_ends_on_ctrl_c(tmp_path: Path) 
                          'dataset_set:=cli', 'dataset_sequence:=run1'],
                         ACRES_DATA=str(tmp_path))
     recorders = ['/polaris/lidar_recorder', '/maxxum/lidar_recorder']
+    start_daemon()
     try:
         launch.wait_for(r'sensor stream maxxum: hello from agent', timeout_s=60.0)
         _once(wait_for_nodes(['/acres_bridge', '/sim_control', *recorders]),

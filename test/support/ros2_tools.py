@@ -228,26 +228,31 @@ def assert_clean_exit(command: Background, code: int, processes: Iterable[str] =
 
 def wait_for_nodes(names: Iterable[str], timeout_s: float = 60.0) -> list[str]:
     """
-    Poll ``ros2 node list --no-daemon`` until every name is listed; return the listing.
+    Run ``ros2 node list`` until every name is listed, as a user would; return the listing.
 
-    Each try lets the command discover for longer (1, 2, 4, then 5 s): on a loaded machine a
-    busy process's node names took more than the 1 s of every try of 30 s to reach it.
+    The commands ask the ros2 daemon (the tools' default; :func:`start_daemon`), which keeps
+    the graph between commands, so a node shows as soon as the daemon has discovered it.
     """
     wanted = set(names)
     deadline = time.monotonic() + timeout_s
     listed: list[str] = []
-    spin_s = 1.0
     while time.monotonic() < deadline:
-        result = run(['ros2', 'node', 'list', '--no-daemon', '--spin-time', f'{spin_s:g}'])
+        result = run(['ros2', 'node', 'list'])
         listed = result.stdout.split()
         if wanted <= set(listed):
             return listed
-        spin_s = min(2 * spin_s, 5.0)
     pytest.fail(f'ros2 node list shows {listed}, not {sorted(wanted)}, after {timeout_s} s')
 
 
+def start_daemon() -> None:
+    """Start the ros2 daemon of this domain, as the first ros2 command of a user's shell does."""
+    result = run(['ros2', 'daemon', 'start'], timeout_s=30.0)
+    assert result.returncode == 0, f'ros2 daemon start: exit {result.returncode}\n' + (
+        result.stdout)
+
+
 def stop_daemon() -> None:
-    """Stop the ros2 daemon of this domain (a command without --no-daemon starts one)."""
+    """Stop the ros2 daemon of this domain (any command without --no-daemon starts one)."""
     run(['ros2', 'daemon', 'stop'], timeout_s=30.0)
 
 
@@ -255,7 +260,7 @@ def param_list(node: str, timeout_s: float = 30.0) -> list[str]:
     """Return ``ros2 param list`` of a node; it has no --timeout, so retry while discovery lags."""
     deadline = time.monotonic() + timeout_s
     while True:
-        result = run(['ros2', 'param', 'list', '--no-daemon', '--spin-time', '2', node])
+        result = run(['ros2', 'param', 'list', node])
         if 'Node not found' not in result.stdout or time.monotonic() > deadline:
             break
     assert result.returncode == 0, f'ros2 param list {node}: exit {result.returncode}\n' + (
