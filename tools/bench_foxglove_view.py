@@ -32,6 +32,7 @@ import argparse
 from collections.abc import Sequence
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -44,7 +45,6 @@ if TOOLS not in sys.path:
 
 import benchmark  # noqa: E402  (the harness of tools/benchmark.py: children, records, figures)
 
-from acres_bridge.emulator.faults import free_ports  # noqa: E402
 
 ROOT = os.path.dirname(TOOLS)
 CLIENT = os.path.join(ROOT, 'test', 'foxglove_client.py')
@@ -83,20 +83,20 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
             int(ports['sensor']), None, prefix), env, work_dir, interrupt=True)
         children.insert(0, bridge)
         if side != 'none':
-            port, = free_ports(1)
             command = [os.path.join(prefix, 'lib', 'acres_bridge', 'foxglove_view')]
             if profile_view:
                 command = [benchmark.prefix_python(prefix), '-m', 'cProfile', '-o',
                            os.path.join(profile_view, f'{tag}.prof'), '-m',
                            'acres_bridge.nodes.foxglove_view']
-            command += ['--ros-args', '-p', f'port:={port}', '-p', 'use_sim_time:=true']
+            # Port 0: the view binds a free port itself and logs its URL.
+            command += ['--ros-args', '-p', 'port:=0', '-p', 'use_sim_time:=true']
             view = benchmark.Child(
                 f'{tag}-view', command, dict(env, RCUTILS_LOGGING_SEVERITY_THRESHOLD='INFO'),
                 work_dir, interrupt=True)
             children.insert(0, view)
-            _wait_for_line(view, 'Foxglove view on ws://')
+            url = _wait_for_line(view, r'Foxglove view on (ws://127\.0\.0\.1:\d+)')[1]
             client = benchmark.Child(f'{tag}-client', [
-                benchmark.prefix_python(prefix), CLIENT, f'ws://127.0.0.1:{port}', *TOPICS],
+                benchmark.prefix_python(prefix), CLIENT, url, *TOPICS],
                 env, work_dir)
             children.append(client)
         control = ControlClient(port=int(ports['control']), name='benchmark')
@@ -181,17 +181,18 @@ def _thread_cpu(process: Any) -> dict[str, float]:
     return totals
 
 
-def _wait_for_line(child: benchmark.Child, text: str) -> None:
-    """Wait until a child's log (its stderr) has a line with ``text``."""
+def _wait_for_line(child: benchmark.Child, pattern: str) -> re.Match:
+    """Wait until a child's log (its stderr) has a line matching ``pattern``; return the match."""
     deadline = time.monotonic() + benchmark.START_TIMEOUT_S
     while time.monotonic() < deadline:
         with open(child._stderr.name, encoding='utf-8', errors='replace') as log:
-            if text in log.read():
-                return
+            found = re.search(pattern, log.read())
+        if found:
+            return found
         if child.process.poll() is not None:
             break
         time.sleep(0.1)
-    raise RuntimeError(f'{child.name}: no {text!r} in {child._stderr.name}')
+    raise RuntimeError(f'{child.name}: no {pattern!r} in {child._stderr.name}')
 
 
 def _median(values: Sequence[float]) -> float:
