@@ -18,7 +18,12 @@ second of the run on each host. Configurations:
 * ``large_data``: ``FASTDDS_BUILTIN_TRANSPORTS=LARGE_DATA`` on both hosts (data over TCP);
 * ``buffers``: ``FASTDDS_BUILTIN_TRANSPORTS=DEFAULT?sockets_size=4MB`` on both hosts;
 * ``buffers_bridge``: the same in the bridge's process only (host B stock);
-* ``two_hosts_profile``: config/fastdds_two_hosts.xml (4 MiB socket buffers) on both hosts.
+* ``two_hosts_profile``: config/fastdds_two_hosts.xml (4 MiB socket buffers) on both hosts;
+* ``paced_bridge``: in the bridge's process only (host B stock), a Fast DDS flow controller on
+  the writers of clouds and images (:func:`paced_profile_xml`: asynchronous publishing, at most
+  ``PACED_BYTES_PER_MS`` a millisecond for both together, round robin), with
+  ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` so that rmw_fastrtps leaves the publish mode to the file;
+  the other writers stay synchronous and unpaced.
 
 ``.venv/bin/python tools/bench_two_hosts.py --seconds 30 --rates 1 5 [--mtu 1280]`` prints a
 line per run and a JSON report at the end.
@@ -45,7 +50,12 @@ from acres_bridge.nodes import dds  # noqa: E402, I100
 
 CLIENT = os.path.join(TEST, 'two_host_client.py')
 CONFIGS = ('own', 'stock_heartbeat', 'large_data', 'buffers', 'buffers_bridge',
-           'two_hosts_profile')
+           'two_hosts_profile', 'paced_bridge')
+# The flow controller of paced_bridge: 128 KiB a millisecond (about 130 MB/s; a Polaris sends
+# 23 MB/s of clouds and images at 1x, in bursts of 2.3 MB ten times a second).
+PACED_BYTES_PER_MS = 131072
+PACED_AGENTS = ('polaris', 'maxxum')
+PACED_TOPICS = ('lidar/points', 'camera/image_raw')
 START_S = 120.0
 BUFFERS = 'DEFAULT?sockets_size=4MB'
 TWO_HOSTS_PROFILE = os.path.join(ROOT, 'config', 'fastdds_two_hosts.xml')
@@ -71,7 +81,52 @@ def config_env(config: str, work_dir: str) -> tuple[dict[str, str], dict[str, st
         return {'FASTDDS_BUILTIN_TRANSPORTS': BUFFERS}, {}
     if config == 'two_hosts_profile':
         return {}, {dds.profile_variable(dds.find_fast_dds()): TWO_HOSTS_PROFILE}
+    if config == 'paced_bridge':
+        path = os.path.join(work_dir, 'paced_bridge.xml')
+        with open(path, 'w', encoding='utf-8') as stream:
+            stream.write(paced_profile_xml())
+        return {dds.profile_variable(dds.find_fast_dds()): path,
+                'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'}, {}
     raise ValueError(f'unknown configuration {config!r}')
+
+
+def paced_profile_xml(agents: tuple[str, ...] = PACED_AGENTS,
+                      bytes_per_ms: int = PACED_BYTES_PER_MS) -> str:
+    """
+    Return the profile of ``paced_bridge``, one text for Fast DDS 2.14 and 3.x.
+
+    rmw_fastrtps gives a writer the ``data_writer`` profile named as its topic (``/polaris/
+    lidar/points``), else the default one, so the clouds and images of each agent named here
+    share the flow controller and every other writer keeps the default: synchronous. The file
+    sets data sharing off and history memory by reallocation itself, which rmw_fastrtps takes
+    from the file under ``RMW_FASTRTPS_USE_QOS_FROM_XML=1``. It spells no tag that the two
+    versions spell differently; the bridge adds its heartbeat in its own process.
+    """
+    def writer(name: str, attributes: str, mode: str) -> list[str]:
+        return [f'    <data_writer profile_name="{name}"{attributes}>', '      <qos>',
+                '        <publishMode>', f'          <kind>{mode}</kind>',
+                *(['          <flow_controller_name>acres_link</flow_controller_name>']
+                  if mode == 'ASYNCHRONOUS' else []),
+                '        </publishMode>', '        <data_sharing>',
+                '          <kind>OFF</kind>', '        </data_sharing>', '      </qos>',
+                '      <historyMemoryPolicy>PREALLOCATED_WITH_REALLOC</historyMemoryPolicy>',
+                '    </data_writer>']
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<dds xmlns="http://www.eprosima.com">',
+             '  <profiles>',
+             '    <participant profile_name="acres_two_hosts_paced" is_default_profile="true">',
+             '      <rtps>', '        <sendSocketBufferSize>4194304</sendSocketBufferSize>',
+             '        <listenSocketBufferSize>4194304</listenSocketBufferSize>',
+             '        <flow_controller_descriptor_list>', '          <flow_controller_descriptor>',
+             '            <name>acres_link</name>',
+             '            <scheduler>ROUND_ROBIN</scheduler>',
+             f'            <max_bytes_per_period>{bytes_per_ms}</max_bytes_per_period>',
+             '            <period_ms>1</period_ms>', '          </flow_controller_descriptor>',
+             '        </flow_controller_descriptor_list>', '      </rtps>', '    </participant>',
+             *writer('acres_two_hosts_writer', ' is_default_profile="true"', 'SYNCHRONOUS')]
+    for agent in agents:
+        for topic in PACED_TOPICS:
+            lines += writer(f'/{agent}/{topic}', '', 'ASYNCHRONOUS')
+    return '\n'.join(lines + ['  </profiles>', '</dds>', ''])
 
 
 def _cpu_s(host: two_hosts.Host) -> float:

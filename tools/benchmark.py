@@ -37,6 +37,18 @@ reliable and best effort, keep-last 1, 10 and 1000.
 
 Results: docs/benchmarks.json, docs/benchmarks.md (a table), docs/benchmarks.png (latency and
 loss against the real-time factor) unless ``--output-dir`` says otherwise.
+
+``--hosts 2`` (root) runs the same bridge and floor across two hosts: two network namespaces
+joined by a veth link (test/support/two_hosts.py), the emulator, the publisher (bridge or
+floor) and a control-channel proxy on host A, the subscriber on host B, in play, for the
+configurations of tools/bench_two_hosts.py (``own``, ``paced_bridge``, ``two_hosts_profile``).
+Both hosts share one kernel, so the CLOCK_MONOTONIC times of the two sides compare directly.
+Each repeat ends with the bridge and the floor on one host (stock, 1x), and prints the loss,
+the cloud's p50 over the floor across the link and its ratio to the one-host bridge's; the
+report goes to ``<output-dir>/benchmarks_two_hosts.json``.
+
+    sudo .venv/bin/python tools/benchmark.py --hosts 2 --repeat 3 --seconds 60 --rates 1 \
+        --no-variants
 """
 
 import argparse
@@ -510,6 +522,46 @@ def role_subscriber(args: argparse.Namespace) -> int:
     os._exit(0)
 
 
+# --- child: the control channel on another host ------------------------------------------
+
+
+def role_control(args: argparse.Namespace) -> int:
+    """
+    Serve the emulator's control channel to the harness from the emulator's host.
+
+    Across two hosts the emulator's loopback is host A's, out of the harness's reach: each
+    stdin line ``op {json fields}`` becomes one request, answered ``REPLY {json}``.
+    """
+    from acres_bridge.protocol.control import ControlClient
+    control = ControlClient(port=args.port, name='benchmark')
+    control.start()
+    commands = Commands()
+    say('READY')
+    while (command := commands.get()) != 'stop':
+        op, _, fields = command.partition(' ')
+        try:
+            reply = dict(control.request(op, **json.loads(fields or '{}')))
+        except Exception as exc:   # noqa: B902  (the harness sees every failure as a reply)
+            reply = {'ok': False, 'error': f'{type(exc).__name__}: {exc}'}
+        say('REPLY ' + json.dumps(reply, default=str))
+    control.stop()
+    return 0
+
+
+class RemoteControl:
+    """The harness's end of :func:`role_control`: ``request`` as ControlClient has it."""
+
+    def __init__(self, child: 'Child') -> None:
+        self.child = child
+
+    def request(self, op: str, *, timeout_s: float = 30.0, **fields: Any) -> dict[str, Any]:
+        answer = self.child.ask(f'{op} {json.dumps(fields)}', ('REPLY',), timeout_s + 5.0)
+        return json.loads(answer.partition(' ')[2])
+
+    def stop(self) -> None:
+        pass   # the child ends with the run's other children
+
+
 # --- child: the bridge under cProfile -----------------------------------------------------
 
 
@@ -565,13 +617,15 @@ class Child:
     """A child process of the harness, driven by stdin lines and answering on stdout lines."""
 
     def __init__(self, name: str, argv: Sequence[str], env: dict[str, str],
-                 log_dir: str, *, interrupt: bool = False) -> None:
+                 log_dir: str, *, interrupt: bool = False,
+                 wrapper: Sequence[str] = ()) -> None:
         self.name = name
         self.interrupt = interrupt
         self.lines: queue.Queue[str] = queue.Queue()
         self._stderr = open(os.path.join(log_dir, f'{name}.log'), 'w', encoding='utf-8')
+        # ``ip netns exec`` executes the command in place: the pid stays the command's.
         self.process = subprocess.Popen(
-            list(argv), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [*wrapper, *argv], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, text=True, bufsize=1)
         threading.Thread(target=self._read, name=f'{name}-out', daemon=True).start()
 
@@ -673,6 +727,40 @@ def dds_env(config: str, domain_id: int, fast_dds: dds.FastDds | None,
     elif config != 'stock':
         raise ValueError(f'unknown DDS configuration {config!r}')
     return env
+
+
+def _bench_two_hosts() -> Any:
+    """Import tools/bench_two_hosts.py (and with it test/support/two_hosts.py)."""
+    tools = os.path.dirname(os.path.abspath(__file__))
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    import bench_two_hosts
+    return bench_two_hosts
+
+
+def two_host_envs(config: str, domain_id: int, fast_dds: dds.FastDds | None,
+                  prefix: str, work_dir: str) -> tuple[dict[str, str], dict[str, str]]:
+    """
+    Return the environments of host A's and host B's processes for a two-host configuration.
+
+    As :func:`dds_env`, but discovery on the link's subnet (allowed only inside the
+    namespaces of test/support/two_hosts.py) and the variables that tools/bench_two_hosts.py
+    gives every process of both hosts; :func:`two_host_bridge_env` adds the publisher's own.
+    """
+    _, both = _bench_two_hosts().config_env(config, work_dir)
+    hosts = []
+    for _ in range(2):
+        env = dds_env('stock', domain_id, fast_dds, prefix)
+        env.pop('ROS_LOCALHOST_ONLY', None)
+        env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'
+        env.update(both)
+        hosts.append(env)
+    return hosts[0], hosts[1]
+
+
+def two_host_bridge_env(config: str, work_dir: str) -> dict[str, str]:
+    """Return the variables of host A's publisher (the bridge or the floor) for ``config``."""
+    return _bench_two_hosts().config_env(config, work_dir)[0]
 
 
 class _Sampler:
@@ -784,17 +872,29 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
              emulator_nice: int = 0, profile: bool = False,
              bridge_command: str | None = None, drive: str = 'play', variants: bool = True,
              floor_beside: bool = False, prefix: str = sys.prefix,
-             profile_file: str | None = None) -> dict[str, Any]:
+             profile_file: str | None = None, hosts: Any = None) -> dict[str, Any]:
     """
     Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures.
 
     ``floor_beside``: a bridge run also runs the floor's clock, INS and barrier in the same
-    run (figures under ``floor_beside``).
+    run (figures under ``floor_beside``). ``hosts``: a ``support.two_hosts.TwoHosts``; the
+    emulator and the publisher (bridge or floor) then run on its host A, the subscriber on B,
+    with ``config`` one of tools/bench_two_hosts.py's (play only).
     """
     from acres_bridge.protocol.control import ControlClient
     tag = run_tag(mode, config, drive, rate)
     fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
-    env = dds_env(config, domain_id, fast_dds, prefix, profile_file)
+    wrapper_a: tuple[str, ...] = ()
+    wrapper_b: tuple[str, ...] = ()
+    if hosts is None:
+        env = env_b = dds_env(config, domain_id, fast_dds, prefix, profile_file)
+    else:
+        if drive != 'play' or floor_beside or profile:
+            raise ValueError('across two hosts the benchmark plays, without --floor-beside '
+                             'or --profile')
+        env, env_b = two_host_envs(config, domain_id, fast_dds, prefix, work_dir)
+        wrapper_a = ('ip', 'netns', 'exec', hosts.a.name)
+        wrapper_b = ('ip', 'netns', 'exec', hosts.b.name)
     me = [prefix_python(prefix), os.path.abspath(__file__)]
     sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
@@ -807,7 +907,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     try:
         subscriber = Child(f'{tag}-subscriber', me + [
             '_subscriber', '--record', sub_record] + (['--variants'] if variants else [])
-            + (['--beside'] if beside else []), env, work_dir)
+            + (['--beside'] if beside else []), env_b, work_dir, wrapper=wrapper_b)
         children.append(subscriber)
         subscriber.expect('READY', START_TIMEOUT_S)
         control = None
@@ -815,7 +915,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             emulator = Child(f'{tag}-emulator', me + [
                 '_emulator', '--rate', str(rate), '--record', pub_record,
                 '--render-every', str(render_every), '--nice', str(emulator_nice)],
-                env, work_dir)
+                env, work_dir, wrapper=wrapper_a)
             children.append(emulator)
             ready = emulator.expect('READY', START_TIMEOUT_S).split()
             ports = dict(item.split('=') for item in ready[1:])
@@ -824,10 +924,21 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
                       '--record', os.path.join(work_dir, f'{tag}-bridge.prof')])
             # INFO for the bridge: its log says which DDS configuration is in force.
             bridge_env = dict(env, RCUTILS_LOGGING_SEVERITY_THRESHOLD='INFO')
-            source = Child(f'{tag}-bridge', argv, bridge_env, work_dir, interrupt=True)
+            if hosts is not None:
+                bridge_env.update(two_host_bridge_env(config, work_dir))
+            source = Child(f'{tag}-bridge', argv, bridge_env, work_dir, interrupt=True,
+                           wrapper=wrapper_a)
             children.insert(0, source)
-            control = ControlClient(port=int(ports['control']), name='benchmark')
-            control.start()
+            if hosts is None:
+                control = ControlClient(port=int(ports['control']), name='benchmark')
+                control.start()
+            else:
+                proxy = Child(f'{tag}-control', me + [
+                    '_control', '--record', os.devnull, '--port', ports['control']], env,
+                    work_dir, wrapper=wrapper_a)
+                children.append(proxy)
+                proxy.expect('READY', START_TIMEOUT_S)
+                control = RemoteControl(proxy)
             if beside:
                 floor = Child(f'{tag}-beside', me + [
                     '_floor', '--beside', '--rate', str(rate), '--seconds', str(seconds),
@@ -837,10 +948,12 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
                 children.append(floor)
                 floor.expect('READY', START_TIMEOUT_S)
         else:
+            floor_env = env if hosts is None else dict(env, **two_host_bridge_env(config,
+                                                                                  work_dir))
             source = Child(f'{tag}-floor', me + [
                 '_floor', '--rate', str(rate), '--seconds', str(seconds), '--record', pub_record,
                 '--depth', str(depth), '--large-depth', str(large_depth), '--drive', drive],
-                env, work_dir)
+                floor_env, work_dir, wrapper=wrapper_a)
             children.append(source)
             source.expect('READY', START_TIMEOUT_S)
         _wait_matched(subscriber, START_TIMEOUT_S)
@@ -859,6 +972,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         subscriber.ask('reset', ('RESET',))
         sampler = _Sampler(source.process.pid)
         cpu_start = sampler.cpu_s()
+        subscriber_cpu = _Sampler(subscriber.process.pid, period_s=5.0)
+        subscriber_cpu_start = subscriber_cpu.cpu_s()
         wall_start = time.monotonic()
         if control is not None and drive == 'lockstep':
             if floor is not None:
@@ -890,6 +1005,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         _wait_quiet(subscriber, DRAIN_TIMEOUT_S)
         cpu_s = sampler.cpu_s() - cpu_start
         sampler.stop()
+        subscriber_cpu_s = subscriber_cpu.cpu_s() - subscriber_cpu_start
+        subscriber_cpu.stop()
         if control is not None:
             control.stop()
     finally:
@@ -915,6 +1032,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         achieved_rate=round(sim_s / wall_s, 3) if wall_s else None,
         cpu_s=round(cpu_s, 3), cpu_s_per_sim_s=round(cpu_s / sim_s, 4) if sim_s else None,
         cpu_core_fraction=round(cpu_s / wall_s, 4) if wall_s else None,
+        subscriber_cpu_core_fraction=round(subscriber_cpu_s / wall_s, 4) if wall_s else None,
+        hosts=1 if hosts is None else 2, mtu=None if hosts is None else hosts.mtu(),
         rss_mb_start=round(rss[0], 1) if rss else None,
         rss_mb_end=round(rss[-1], 1) if rss else None,
         rss_mb_max=round(max(rss), 1) if rss else None,
@@ -1133,6 +1252,110 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                     'cpu_core_fraction_1x': TARGET_CPU_FRACTION_1X, 'rss_mb': TARGET_RSS_MB},
         'runs': runs,
         'date': time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())}
+
+
+TWO_HOST_CONFIGS = ('own', 'paced_bridge', 'two_hosts_profile')
+TWO_HOST_TOPICS = ('lidar/points', 'camera/image_raw', '/clock', 'ins/imu')
+
+
+def run_two_hosts(*, rates: Sequence[float], configs: Sequence[str], seconds: float,
+                  rate_seconds: dict[float, float] | None = None, repeat: int = 1,
+                  mtu: int | None = None, domain_id: int, work_dir: str,
+                  modes: Sequence[str] = ('bridge', 'floor'), log: Any = print,
+                  **options: Any) -> dict[str, Any]:
+    """
+    Run the bridge and the floor across two hosts per (rate, config), and on one host beside.
+
+    Each repeat runs, for every rate and two-host configuration, the bridge and then the floor
+    publisher on host A with the subscriber on host B (a fresh pair of namespaces each), then
+    the same bridge and floor on one host (``stock``) at 1x, so that "cloud p50 across the
+    link against one host" is a ratio of one run's figures. ``options`` go to :func:`run_once`.
+    """
+    two_hosts = _bench_two_hosts().two_hosts
+    reason = two_hosts.unavailable()
+    if reason:
+        raise RuntimeError(f'two hosts: {reason}')
+    two_hosts.remove_stale()
+    os.makedirs(work_dir, exist_ok=True)
+    runs = []
+    for index in range(repeat):
+        log(f'=== repeat {index + 1} of {repeat}; load {_load()}')
+        round_runs = []
+        for rate in rates:
+            run_s = (rate_seconds or {}).get(rate, seconds)
+            for config in configs:
+                pair = {}
+                for mode in modes:
+                    log(f'--- two hosts: {mode} {config} {rate:g}x for {run_s:g} s; load '
+                        f'{_load()}')
+                    hosts = two_hosts.TwoHosts(mtu=mtu)
+                    try:
+                        result = run_once(mode, config, rate, seconds=run_s,
+                                          domain_id=domain_id, work_dir=work_dir,
+                                          hosts=hosts, **options)
+                    finally:
+                        hosts.remove()
+                    result['repeat'] = index
+                    pair[mode] = result
+                    log(_two_host_line(result))
+                if 'bridge' in pair and 'floor' in pair:
+                    pair['bridge']['vs_floor'] = _ratios(pair['bridge'], pair['floor'])
+                round_runs += list(pair.values())
+        for mode in modes:
+            log(f'--- one host: {mode} stock 1x for {seconds:g} s; load {_load()}')
+            result = run_once(mode, 'stock', 1.0, seconds=seconds, domain_id=domain_id,
+                              work_dir=work_dir, **options)
+            result['repeat'] = index
+            log(_two_host_line(result))
+            round_runs.append(result)
+        single = {run['mode']: run for run in round_runs if run['hosts'] == 1}
+        for run in round_runs:
+            if run['hosts'] == 2 and run['mode'] in single:
+                run['vs_one_host'] = _ratios(run, single[run['mode']])
+        runs += round_runs
+        for line in two_host_comparison(round_runs):
+            log(line)
+    return {'machine': {'cores': os.cpu_count(), 'platform': platform.platform(),
+                        'python': platform.python_version()},
+            'settings': {'seconds': seconds, 'rate_seconds': rate_seconds or {},
+                         'rates': list(rates), 'configs': list(configs), 'repeat': repeat,
+                         'mtu': mtu},
+            'runs': runs, 'date': time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())}
+
+
+def _load() -> str:
+    return ' '.join(f'{value:.2f}' for value in os.getloadavg())
+
+
+def _two_host_line(result: dict[str, Any]) -> str:
+    """One line: where, what; delivery and p50 of clouds, images, clock and IMU; CPU A and B."""
+    parts = [f"{result['hosts']} host{'s' if result['hosts'] > 1 else ''} {result['mode']:6} "
+             f"{result['config']:17} {result['rate']:g}x"]
+    for topic in TWO_HOST_TOPICS:
+        item = result['topics'][topic]
+        parts.append(f"{topic.split('/')[-1]} {item['delivered']}/{item['sent']} p50 "
+                     f"{item['latency_p50_ms']} p99 {item['latency_p99_ms']} ms")
+    parts.append(f"cpu publisher {result['cpu_core_fraction']} subscriber "
+                 f"{result['subscriber_cpu_core_fraction']} core")
+    return ' | '.join(parts)
+
+
+def two_host_comparison(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """Lines per two-host bridge run: loss, cloud p50 over the floor and over one host."""
+    lines = []
+    for run in runs:
+        if run['hosts'] != 2 or run['mode'] != 'bridge':
+            continue
+        lost = {topic: item['lost'] for topic, item in run['topics'].items()
+                if '@' not in topic and item['lost']}
+        floor = run.get('vs_floor', {}).get('lidar/points', {})
+        one = run.get('vs_one_host', {}).get('lidar/points', {})
+        lines.append(
+            f"{run['config']:17} {run['rate']:g}x: lost {lost or 'none'}; cloud p50 "
+            f"{run['topics']['lidar/points']['latency_p50_ms']} ms, +{floor.get('added_p50_ms')} "
+            f"over the floor across the link, x{one.get('latency_p50_ratio')} the one-host "
+            "bridge's")
+    return lines
 
 
 def _summary_line(result: dict[str, Any]) -> str:
@@ -1356,8 +1579,8 @@ def _parser() -> argparse.ArgumentParser:
                     'real-time factors, with stock Fast DDS and with the package\'s profile.')
     parser.add_argument('--rates', type=float, nargs='+', default=list(DEFAULT_RATES),
                         help='real-time factors (default 1 10)')
-    parser.add_argument('--configs', nargs='+', choices=DEFAULT_CONFIGS,
-                        default=list(DEFAULT_CONFIGS),
+    parser.add_argument('--configs', nargs='+', choices=DEFAULT_CONFIGS + TWO_HOST_CONFIGS,
+                        default=None,
                         help='DDS configurations: stock (nothing in the environment), profile '
                              '(the shipped profile for the prefix\'s Fast DDS); default both')
     parser.add_argument('--profile-file', default=None, metavar='XML',
@@ -1418,8 +1641,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--reanalyse', metavar='REPORT_JSON', default=None,
                         help='recompute the figures of a report from the records in --work-dir '
                              'and write the outputs again (no new runs)')
-    parser.add_argument('--name', default='benchmarks',
-                        help='the base name of the output files (default benchmarks)')
+    parser.add_argument('--name', default=None,
+                        help='the base name of the output files (default benchmarks, with '
+                             '--hosts 2 benchmarks_two_hosts)')
+    parser.add_argument('--hosts', type=int, choices=(1, 2), default=1,
+                        help='2: the bridge and the floor on host A, the subscriber on host B '
+                             '(two network namespaces joined by a veth link; root), play only, '
+                             f'configurations {", ".join(TWO_HOST_CONFIGS)} '
+                             '(tools/bench_two_hosts.py), and each repeat also one host, stock, '
+                             'at 1x')
+    parser.add_argument('--mtu', type=int, default=None,
+                        help='with --hosts 2: the MTU of the link (default 1500)')
+    parser.add_argument('--repeat', type=int, default=1,
+                        help='with --hosts 2: how many times to run everything (default 1)')
     return parser
 
 
@@ -1441,7 +1675,7 @@ def _role_parser(role: str) -> argparse.ArgumentParser:
 
 
 ROLES = {'_emulator': role_emulator, '_floor': role_floor, '_subscriber': role_subscriber,
-         '_bridge_profiled': role_bridge_profiled}
+         '_bridge_profiled': role_bridge_profiled, '_control': role_control}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1462,23 +1696,39 @@ def main(argv: Sequence[str] | None = None) -> int:
               else args.prefix or sys.prefix)
     work_dir = args.work_dir or tempfile.mkdtemp(prefix='acres_benchmark_')
     print(f'records and logs in {work_dir}', flush=True)
+    rate_seconds = {float(item.split('=')[0]): float(item.split('=')[1])
+                    for item in args.rate_seconds}
+    if args.hosts == 2:
+        report = run_two_hosts(
+            rates=args.rates, configs=args.configs or list(TWO_HOST_CONFIGS),
+            seconds=args.seconds, rate_seconds=rate_seconds, repeat=args.repeat, mtu=args.mtu,
+            modes=args.modes, domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
+            large_depth=args.large_depth, render_every=args.render_every,
+            emulator_nice=args.emulator_nice, bridge_command=args.bridge_command,
+            variants=args.variants, prefix=prefix, log=lambda text: print(text, flush=True))
+        os.makedirs(args.output_dir, exist_ok=True)
+        path = os.path.join(args.output_dir, (args.name or 'benchmarks_two_hosts') + '.json')
+        with open(path, 'w', encoding='utf-8') as stream:
+            json.dump(report, stream, indent=1)
+        print(f'wrote {path}', flush=True)
+        return 0
     if args.reanalyse:
         with open(args.reanalyse, encoding='utf-8') as stream:
             report = reanalyse(json.load(stream), work_dir)
     else:
         report = run_benchmark(
-            rates=args.rates, configs=args.configs, seconds=args.seconds,
+            rates=args.rates, configs=args.configs or list(DEFAULT_CONFIGS),
+            seconds=args.seconds,
             domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
             large_depth=args.large_depth, render_every=args.render_every,
             emulator_nice=args.emulator_nice, modes=args.modes,
-            profile=args.profile, bridge_command=args.bridge_command, rate_seconds={
-                float(item.split('=')[0]): float(item.split('=')[1])
-                for item in args.rate_seconds},
+            profile=args.profile, bridge_command=args.bridge_command,
+            rate_seconds=rate_seconds,
             drives=args.drives, variants=args.variants, floor_beside=args.floor_beside,
             prefix=prefix, profile_file=args.profile_file,
             log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
-    base = os.path.join(args.output_dir, args.name)
+    base = os.path.join(args.output_dir, args.name or 'benchmarks')
     with open(base + '.json', 'w', encoding='utf-8') as stream:
         json.dump(report, stream, indent=1)
     write_plot(report, base + '.png')

@@ -221,9 +221,27 @@ class TwoHosts:
         return iter((self.a, self.b))
 
     def set_link(self, *, up: bool) -> None:
-        """Bring both ends of the link up or down (a cable plugged in or pulled)."""
+        """
+        Bring both ends of the link up or down (a cable plugged in or pulled).
+
+        Up returns once both ends have their carrier (operational state UP): a Fast DDS
+        participant created before that joins no multicast group on the link, and discovers
+        nothing across it for as long as it lives.
+        """
         for host in (self.a, self.b):
             _ip('-n', host.name, 'link', 'set', host.interface, 'up' if up else 'down')
+        if not up:
+            return
+        deadline = time.monotonic() + IP_TIMEOUT_S
+        while not all(self._operational(host) for host in (self.a, self.b)):
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(['ip', 'link', 'show'], IP_TIMEOUT_S)
+            time.sleep(0.02)
+
+    @staticmethod
+    def _operational(host: Host) -> bool:
+        fields = _ip('-n', host.name, '-o', 'link', 'show', host.interface).stdout.split()
+        return 'state' in fields and fields[fields.index('state') + 1] == 'UP'
 
     def mtu(self) -> int:
         """Return the MTU of host A's end of the link."""
