@@ -3,13 +3,8 @@
 
 """Tests of tools/perf_split.py: a perf report split into layers and threads (no perf run)."""
 
-import importlib.util
-import os
-import sys
-
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.tools import load_tool
 
 REPORT = '''\
 # Samples: 1K of event 'cpu-clock:ppp'
@@ -32,12 +27,7 @@ REPORT = '''\
 
 @pytest.fixture(scope='module')
 def perf_split():
-    spec = importlib.util.spec_from_file_location(
-        'acres_perf_split', os.path.join(ROOT, 'tools', 'perf_split.py'))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('perf_split')
 
 
 def test_samples_are_summed_by_layer(perf_split):
