@@ -124,6 +124,12 @@ def test_the_report_is_written_as_json_markdown_and_png(report):
     assert f"{result['machine']['cores']} cores" in text
     assert '| stock | play | 1 | bridge |' in text and '| stock | lockstep | 1 | bridge |' in text
     assert '## Stock against profile' in text
+    # The headline: one row per pair of runs, the bridge's CPU per message over the floor's.
+    bridge = next(run for run in result['runs'] if run['mode'] == 'bridge'
+                  and run['drive'] == 'play')
+    headline = text.split('## The bridge against the floor', 1)[1].split('## ', 1)[0]
+    row = next(line for line in headline.splitlines() if line.startswith('| stock | play | 1 |'))
+    assert f"| {bridge['vs_floor']['cpu_per_message_ratio']} |" in row, row
     assert '| lockstep | 1 | step_barrier | best effort 1 |' in text
     assert 'lidar/points' in text
     with open(base + '.png', 'rb') as stream:

@@ -1265,6 +1265,49 @@ def comparison_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def headline_lines(report: dict[str, Any]) -> list[str]:
+    """
+    Return the headline: the bridge against the floor, as ratios and differences, per run pair.
+
+    CPU per message of the bridge over the floor's; p50 and p99 over the floor's (worst topic
+    of the plain subscriptions); messages lost by each.
+    """
+    pairs: dict[tuple[str, str, float], dict[str, dict[str, Any]]] = {}
+    for run in report['runs']:
+        pairs.setdefault((run['config'], run.get('drive', 'play'), run['rate']), {})[
+            run['mode']] = run
+    lines = ['## The bridge against the floor', '',
+             '| DDS | drive | rate | sim x bridge (floor) | CPU us/message bridge (floor) | '
+             'ratio | ms/MB bridge (floor) | p50 over floor, ms, worst topic | '
+             'p99 over floor, ms, worst topic | lost bridge (floor) |',
+             '|---|---|---|---|---|---|---|---|---|---|']
+    for (config, drive, rate), pair in sorted(pairs.items()):
+        bridge, floor = pair.get('bridge'), pair.get('floor')
+        if bridge is None or floor is None:
+            continue
+        plain = [topic for topic in TOPICS if topic != 'step_barrier' or drive == 'lockstep']
+        ratios = bridge.get('vs_floor', {})
+
+        def worst(name: str) -> str:
+            values = [(ratios[topic][name], topic) for topic in plain
+                      if ratios.get(topic, {}).get(name) is not None]
+            if not values:
+                return ''
+            value, topic = max(values)
+            return f'{value:g} ({topic})'
+
+        lost = sum(bridge['topics'][topic]['lost'] for topic in plain)
+        floor_lost = sum(floor['topics'][topic]['lost'] for topic in plain)
+        lines.append(
+            f"| {config} | {drive} | {rate:g} | {bridge['achieved_rate']} "
+            f"({floor['achieved_rate']}) | {_cell(bridge.get('cpu_us_per_message'))} "
+            f"({_cell(floor.get('cpu_us_per_message'))}) | "
+            f"{_cell(ratios.get('cpu_per_message_ratio'))} | "
+            f"{_cell(bridge.get('cpu_ms_per_mb'))} ({_cell(floor.get('cpu_ms_per_mb'))}) | "
+            f"{worst('added_p50_ms')} | {worst('added_p99_ms')} | {lost} ({floor_lost}) |")
+    return lines + ['']
+
+
 def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> None:
     """Write the report as markdown tables."""
     machine = report['machine']
@@ -1306,6 +1349,7 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
             'the same subscriber, playing at the rate or releasing one burst with each step '
             'request; for those topics the comparison takes it as the floor (same run, same '
             'load), and `lost (floor)` is its loss.', '']
+    lines += headline_lines(report)
     lines += ['## Stock against profile', '']
     lines += comparison_lines(report)
     lines.append('')
