@@ -13,26 +13,18 @@ with its own writer settings, must not. The bridge's runs also carry the floor b
 (``floor_beside``): its clock, INS and barrier on /floor topics in the same run.
 """
 
-import importlib.util
 import json
 import os
-import sys
 
 import pytest
 from support.environment import claim_domain_id
+from support.tools import load_tool
 
 pytestmark = pytest.mark.ros
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def _benchmark_module():
-    spec = importlib.util.spec_from_file_location(
-        'acres_benchmark', os.path.join(ROOT, 'tools', 'benchmark.py'))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('benchmark')
 
 
 @pytest.fixture(scope='module')
@@ -87,6 +79,13 @@ def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_
                 assert run['topics'][label]['delivered'] > 0, (mode, drive, label)
         assert run['topics']['ins/imu']['sent'] == run['topics']['ins/fix']['sent']
         assert run['cpu_s_per_sim_s'] is not None and run['cpu_s_per_sim_s'] > 0
+        # One message per topic and frame: the per-message figures count those of the plain
+        # topics, and a MB is the cloud and image payload sent.
+        assert run['messages'] == sum(run['topics'][topic]['sent'] for topic in benchmark.TOPICS)
+        assert run['cpu_us_per_message'] > 0 and run['cpu_ms_per_mb'] > 0, mode
+        assert run['payload_mb'] == round(sum(
+            run['topics'][topic]['sent'] * size
+            for topic, size in benchmark.PAYLOAD_BYTES.items()) / 1e6, 1)
         assert run['rss_mb_max'] is not None and run['rss_mb_max'] > 0
     # The floor beside the bridge: clock, INS and barrier only, read on its own topics.
     for drive in ('play', 'lockstep'):
@@ -106,6 +105,8 @@ def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_
             == lockstep['topics']['step_barrier']['sent'])
     bridge = runs[('bridge', 'play')]
     assert bridge['vs_floor']['lidar/points']['added_p50_ms'] is not None
+    assert bridge['vs_floor']['cpu_per_message_ratio'] == round(
+        bridge['cpu_us_per_message'] / runs[('floor', 'play')]['cpu_us_per_message'], 2)
     assert "the bridge's own settings" in bridge['dds_line']
     assert runs[('floor', 'play')]['dds_line'] is None
     assert result['machine']['cores'] == os.cpu_count()
@@ -123,6 +124,12 @@ def test_the_report_is_written_as_json_markdown_and_png(report):
     assert f"{result['machine']['cores']} cores" in text
     assert '| stock | play | 1 | bridge |' in text and '| stock | lockstep | 1 | bridge |' in text
     assert '## Stock against profile' in text
+    # The headline: one row per pair of runs, the bridge's CPU per message over the floor's.
+    bridge = next(run for run in result['runs'] if run['mode'] == 'bridge'
+                  and run['drive'] == 'play')
+    headline = text.split('## The bridge against the floor', 1)[1].split('## ', 1)[0]
+    row = next(line for line in headline.splitlines() if line.startswith('| stock | play | 1 |'))
+    assert f"| {bridge['vs_floor']['cpu_per_message_ratio']} |" in row, row
     assert '| lockstep | 1 | step_barrier | best effort 1 |' in text
     assert 'lidar/points' in text
     with open(base + '.png', 'rb') as stream:

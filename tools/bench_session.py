@@ -19,12 +19,19 @@ or two (Polaris + Maxxum) for ``--seconds``, bridged by one of
 
 and measured by a subscriber process (raw, reliable, keep-last 1000, 100 for clouds and
 images) on /clock and every agent's topics. Figures per run: messages delivered against the
-frames the emulator queued (by stamp, per topic), latency (DDS reception time minus the
-emulator's publish time in the frame header, both CLOCK_MONOTONIC), CPU per process (share of
-one core over the run) and RSS, the real-time factor the emulator reached.
+frames the emulator queued (by stamp, per topic), latency p50, p90 and p99 (DDS reception time
+minus the emulator's publish time in the frame header, both CLOCK_MONOTONIC), CPU per process
+(share of one core over the run) and RSS, the real-time factor the emulator reached, and the
+bridge processes' CPU per message and per MB of cloud and image payload.
+
+``--floor-beside``: in the same run a plain rclpy publisher (tools/benchmark.py's floor, its
+own process) publishes clock and INS messages of the same sizes under ``/floor`` at the rate,
+read by the same subscriber; ``floor/clock`` and ``floor/ins`` then give the latency and loss
+of DDS alone under the same load, and ``floor_cpu_us_per_message`` its CPU per message.
 
     .venv/bin/python tools/bench_session.py --seconds 20 --rates 10 20
     .venv/bin/python tools/bench_session.py --agents 2 --modes session-per_agent --seconds 5
+    .venv/bin/python tools/bench_session.py --agents 1 --rates 10 --floor-beside
 
 Results: one JSON line per run on stdout and in ``--output`` (default
 /tmp/bench_session.json); docs/benchmarks.md has the table of the last full run ("Sensor
@@ -50,10 +57,12 @@ for path in (ROOT, TOOLS):
         sys.path.insert(0, path)
 
 # The child protocol, stamp keys and message types of tools/benchmark.py.
-from benchmark import cdr_stamp_key  # noqa: E402, I100
+from benchmark import beside_topic  # noqa: E402, I100
+from benchmark import cdr_stamp_key  # noqa: E402
 from benchmark import Child  # noqa: E402
 from benchmark import Commands  # noqa: E402
 from benchmark import message_types  # noqa: E402
+from benchmark import PAYLOAD_BYTES  # noqa: E402
 from benchmark import qos_profile  # noqa: E402
 from benchmark import say  # noqa: E402
 from benchmark import stamp_key  # noqa: E402
@@ -74,19 +83,25 @@ LARGE = ('lidar/points', 'camera/image_raw')
 GROUPS = {'clock': ('/clock',), 'ins': FRAME_TOPICS[3], 'lidar': ('lidar/points',),
           'camera': ('camera/image_raw', 'camera/camera_info')}
 GROUP_HZ = {'clock': 120, 'ins': 100, 'lidar': 10, 'camera': 10}   # both vehicles' layouts
+# What the floor beside publishes (tools/benchmark.py --beside), by its frame types.
+BESIDE_FRAME_TOPICS = {2: FRAME_TOPICS[2], 3: FRAME_TOPICS[3]}
+BENCHMARK = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'benchmark.py')
 
 
 def topic_of(agent: str, topic: str) -> str:
     return topic if topic.startswith('/') else f'/{agent}/{topic}'
 
 
-def expected_topics(agents: Sequence[str]) -> dict[str, str]:
-    """Return full topic -> relative topic of every topic measured."""
+def expected_topics(agents: Sequence[str], beside: bool = False) -> dict[str, str]:
+    """Return full topic -> relative topic of every topic measured (and the floor's)."""
     topics = {'/clock': '/clock'}
     for agent in agents:
         for frame_type, names in FRAME_TOPICS.items():
             if frame_type != 2:
                 topics.update({topic_of(agent, name): name for name in names})
+    if beside:
+        for names in BESIDE_FRAME_TOPICS.values():
+            topics.update({beside_topic(name): name for name in names})
     return topics
 
 
@@ -143,7 +158,7 @@ def role_subscriber(args: argparse.Namespace) -> int:
     context = rclpy.get_default_context()
     node = rclpy.create_node('bench_session_subscriber')
     types = message_types()
-    topics = expected_topics(args.agents)
+    topics = expected_topics(args.agents, args.beside)
     logs: dict[str, list[tuple[int, float]]] = {topic: [] for topic in topics}
     subscriptions = [
         (node.create_subscription(types[name], topic, lambda _: None,
@@ -331,19 +346,30 @@ def _wait_quiet(subscriber: Child) -> None:
 
 
 def run_once(mode: str, agents: Sequence[str], rate: float, *, seconds: float,
-             domain_id: int, work_dir: str, render_every: int) -> dict[str, Any]:
-    """Run one measurement and return its figures."""
+             domain_id: int, work_dir: str, render_every: int,
+             floor_beside: bool = False) -> dict[str, Any]:
+    """Run one measurement and return its figures (with the floor's beside, if asked)."""
     tag = f'{mode}-{len(agents)}-{rate:g}x'
     env = environment(domain_id)
     me = [sys.executable, os.path.abspath(__file__)]
     sent_path = os.path.join(work_dir, f'{tag}-sent.json')
     received_path = os.path.join(work_dir, f'{tag}-received.json')
+    beside_path = os.path.join(work_dir, f'{tag}-beside-sent.json')
     children: list[Child] = []
     control = None
+    floor = None
     try:
-        subscriber = Child(f'{tag}-subscriber', me + ['_subscriber', '--record', received_path,
-                                                      '--agents', *agents], env, work_dir)
+        subscriber = Child(f'{tag}-subscriber', me + [
+            '_subscriber', '--record', received_path, '--agents', *agents]
+            + (['--beside'] if floor_beside else []), env, work_dir)
         children.append(subscriber)
+        if floor_beside:
+            floor = Child(f'{tag}-beside', [
+                sys.executable, BENCHMARK, '_floor', '--beside', '--rate', str(rate),
+                '--seconds', str(seconds), '--record', beside_path, '--depth', '200',
+                '--drive', 'play', '--release', 'schedule'], env, work_dir)
+            children.append(floor)
+            floor.expect('READY', START_TIMEOUT_S)
         emulator = Child(f'{tag}-emulator', me + [
             '_emulator', '--record', sent_path, '--rate', str(rate), '--render-every',
             str(render_every), '--agents', *agents], env, work_dir)
@@ -373,6 +399,8 @@ def run_once(mode: str, agents: Sequence[str], rate: float, *, seconds: float,
             if time.monotonic() > deadline:
                 raise RuntimeError('warm-up: some topic never reached the subscriber')
             control.ask('step', ('OK', 'FAILED'))
+            if floor is not None:
+                floor.ask('warmup', ('WARM',))
         emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5)
         _wait_quiet(subscriber)
         emulator.ask('reset', ('RESET',))
@@ -380,13 +408,18 @@ def run_once(mode: str, agents: Sequence[str], rate: float, *, seconds: float,
         watch = CpuWatch({'emulator': emulator.process.pid,
                           'subscriber': subscriber.process.pid,
                           **{f'bridge{index}': bridge.process.pid
-                             for index, bridge in enumerate(bridges)}})
+                             for index, bridge in enumerate(bridges)},
+                          **({'floor': floor.process.pid} if floor is not None else {})})
         started = time.monotonic()
         control.ask('play', ('OK', 'FAILED'))
+        if floor is not None:
+            floor.send('play')
         time.sleep(seconds)
         control.ask('pause', ('OK', 'FAILED'))
         wall_s = time.monotonic() - started
         cpu = watch.figures()
+        if floor is not None:
+            floor.expect('PLAYED', START_TIMEOUT_S)
         emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5)
         _wait_quiet(subscriber)
     finally:
@@ -398,9 +431,68 @@ def run_once(mode: str, agents: Sequence[str], rate: float, *, seconds: float,
         sent = json.load(stream)
     with open(received_path, encoding='utf-8') as stream:
         received = json.load(stream)
-    return {'mode': mode, 'agents': list(agents), 'rate': rate, 'seconds': seconds,
-            'wall_s': round(wall_s, 2), 'cpu': cpu, 'load': os.getloadavg()[0],
-            **figures(agents, sent, received)}
+    result = {'mode': mode, 'agents': list(agents), 'rate': rate, 'seconds': seconds,
+              'wall_s': round(wall_s, 2), 'cpu': cpu, 'load': os.getloadavg()[0],
+              **figures(agents, sent, received)}
+    result.update(cpu_per_message(result, cpu, wall_s))
+    if floor is not None:
+        with open(beside_path, encoding='utf-8') as stream:
+            beside_sent = json.load(stream)
+        result.update(beside_figures(beside_sent, received))
+        small = sum(result[f'floor/{group}']['sent'] for group in ('clock', 'ins'))
+        if small:
+            result['floor_cpu_us_per_message'] = round(
+                1e6 * cpu['floor']['cpu_core'] * wall_s / small, 1)
+    return result
+
+
+def cpu_per_message(result: dict[str, Any], cpu: dict[str, dict[str, float]],
+                    wall_s: float) -> dict[str, Any]:
+    """Return the bridge processes' CPU per message sent and per MB of large payload."""
+    bridge_s = wall_s * sum(figures['cpu_core'] for name, figures in cpu.items()
+                            if name.startswith('bridge'))
+    messages = sum(figures['sent'] for label, figures in result.items()
+                   if isinstance(figures, dict) and 'sent' in figures
+                   and not label.startswith('floor/'))
+    payload_mb = sum(result[label]['sent'] // (2 if label.endswith('camera') else 1)
+                     * PAYLOAD_BYTES['camera/image_raw' if label.endswith('camera')
+                                     else 'lidar/points']
+                     for label in result
+                     if label.endswith(('/lidar', '/camera'))) / 1e6
+    return {'messages': messages,
+            'cpu_us_per_message': round(1e6 * bridge_s / messages, 1) if messages else None,
+            'cpu_ms_per_mb': round(1e3 * bridge_s / payload_mb, 3) if payload_mb else None}
+
+
+def beside_figures(sent: list, received: dict[str, list]) -> dict[str, Any]:
+    """Delivery and latency of the floor's clock and INS beside the bridge."""
+    out: dict[str, Any] = {}
+    for frame_type, group in ((2, 'clock'), (3, 'ins')):
+        frames = {key: at_s for kind, key, at_s in sent if kind == frame_type}
+        expected = received_count = 0
+        latencies: list[float] = []
+        for name in BESIDE_FRAME_TOPICS[frame_type]:
+            expected += len(frames)
+            keys = set()
+            for key, at_s in received.get(beside_topic(name), []):
+                match = next((k for k in (key, key - 1, key + 1) if k in frames), None)
+                if match is not None and match not in keys:
+                    keys.add(match)
+                    latencies.append(at_s - frames[match])
+            received_count += len(keys)
+        out[f'floor/{group}'] = {'sent': expected, 'lost': expected - received_count,
+                                 **_latency_figures(sorted(latencies))}
+    return out
+
+
+def _latency_figures(latencies: list[float]) -> dict[str, float | None]:
+    """Return p50, p90 and p99 in ms of sorted latencies in seconds."""
+    def at(fraction: float) -> float | None:
+        if not latencies:
+            return None
+        return round(latencies[int(fraction * (len(latencies) - 1))] * 1e3, 2)
+    return {'p50_ms': round(statistics.median(latencies) * 1e3, 2) if latencies else None,
+            'p90_ms': at(0.9), 'p99_ms': at(0.99)}
 
 
 def figures(agents: Sequence[str], sent: list, received: dict[str, list]) -> dict[str, Any]:
@@ -436,9 +528,7 @@ def figures(agents: Sequence[str], sent: list, received: dict[str, list]) -> dic
                 # never received.
                 'due': round(clock_frames / PHYSICS_HZ * GROUP_HZ[group]) * len(names),
                 'sent': expected, 'lost': expected - received_count,
-                'p50_ms': round(statistics.median(latencies) * 1e3, 2) if latencies else None,
-                'p90_ms': round(latencies[int(0.9 * (len(latencies) - 1))] * 1e3, 2)
-                if latencies else None}
+                **_latency_figures(latencies)}
     return out
 
 
@@ -452,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         role.add_argument('--rate', type=float, default=1.0)
         role.add_argument('--render-every', type=int, default=10)
         role.add_argument('--agents', nargs='+', default=['polaris'])
+        role.add_argument('--beside', action='store_true')
         args = role.parse_args(argv[1:])
         signal.signal(signal.SIGINT, signal.SIG_IGN)    # the harness ends them with 'stop'
         return role_emulator(args) if argv[0] == '_emulator' else role_subscriber(args)
@@ -465,6 +556,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help='the emulator renders every Nth LiDAR/camera frame (default 10)')
     parser.add_argument('--domain-id', type=int, default=180 + os.getpid() % 40)
     parser.add_argument('--output', default='/tmp/bench_session.json')
+    parser.add_argument('--floor-beside', action='store_true',
+                        help='run a plain rclpy publisher of clock and INS beside the bridge, '
+                             'under /floor, in each run: the latency, loss and CPU per message '
+                             'of DDS alone under the same load')
     args = parser.parse_args(argv)
     work_dir = tempfile.mkdtemp(prefix='bench_session-')
     print(f'# logs in {work_dir}', flush=True)
@@ -474,7 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for mode in args.modes:
                 result = run_once(mode, AGENTS[:count], rate, seconds=args.seconds,
                                   domain_id=args.domain_id, work_dir=work_dir,
-                                  render_every=args.render_every)
+                                  render_every=args.render_every,
+                                  floor_beside=args.floor_beside)
                 results.append(result)
                 print(json.dumps(result), flush=True)
                 with open(args.output, 'w', encoding='utf-8') as stream:

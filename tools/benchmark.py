@@ -68,8 +68,12 @@ import time
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+for _path in (ROOT, TOOLS):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+import perf_split  # noqa: E402, I100  (tools/, beside this file)
 
 from acres_bridge.nodes import dds  # noqa: E402  (no rclpy: the harness runs on any Python)
 
@@ -124,6 +128,9 @@ TARGET_ADDED_P50_MS = {'lidar/points': 1.0, 'camera/image_raw': 1.0, '/clock': 0
 BESIDE_NAMESPACE = '/floor'
 BESIDE_LABEL = 'floor:'
 BESIDE_FRAMES = (2, 3, 6)
+# The payload bytes of one Polaris cloud and image (1800 x 32 points of 16 bytes, 896 x 512
+# BGR pixels): what "per MB" counts, the same for the bridge (received) and the floor (sent).
+PAYLOAD_BYTES = {'lidar/points': 1800 * 32 * 16, 'camera/image_raw': 896 * 512 * 3}
 TARGET_CPU_FRACTION_1X = 0.10
 TARGET_RSS_MB = 250.0
 NOTES_MARKER = '<!-- notes: kept by tools/benchmark.py -->'
@@ -872,9 +879,13 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
              emulator_nice: int = 0, profile: bool = False,
              bridge_command: str | None = None, drive: str = 'play', variants: bool = True,
              floor_beside: bool = False, prefix: str = sys.prefix,
-             profile_file: str | None = None, hosts: Any = None) -> dict[str, Any]:
+             profile_file: str | None = None, hosts: Any = None,
+             perf: bool = False) -> dict[str, Any]:
     """
     Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures.
+
+    ``perf``: Linux perf samples the measured process (the bridge or the floor) over the
+    measured window; the split by layer goes under ``perf`` (tools/perf_split.py).
 
     ``floor_beside``: a bridge run also runs the floor's clock, INS and barrier in the same
     run (figures under ``floor_beside``). ``hosts``: a ``support.two_hosts.TwoHosts``; the
@@ -971,6 +982,10 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
             _wait_quiet(subscriber, DRAIN_TIMEOUT_S, quiet_s=0.5)
         subscriber.ask('reset', ('RESET',))
         sampler = _Sampler(source.process.pid)
+        recorder = (perf_split.PerfRecorder(source.process.pid,
+                                            os.path.join(work_dir, f'{tag}.perf.data'),
+                                            os.path.join(work_dir, f'{tag}-perf.log'))
+                    if perf else None)
         cpu_start = sampler.cpu_s()
         subscriber_cpu = _Sampler(subscriber.process.pid, period_s=5.0)
         subscriber_cpu_start = subscriber_cpu.cpu_s()
@@ -1007,6 +1022,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         sampler.stop()
         subscriber_cpu_s = subscriber_cpu.cpu_s() - subscriber_cpu_start
         subscriber_cpu.stop()
+        perf_figures = recorder.stop() if recorder is not None else None
         if control is not None:
             control.stop()
     finally:
@@ -1025,6 +1041,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     result['bridge_diagnostics'] = _diagnostic_figures(sub.get('diagnostics', []))
     clock_frames = sum(1 for frame_type, _, _ in sent if frame_type == 2)
     sim_s = clock_frames / PHYSICS_HZ
+    result.update(cpu_per_message(result['topics'], cpu_s))
     rss = [sample[1] for sample in sampler.samples]
     result.update(
         mode=mode, config=config, drive=drive, rate=rate, dds_line=_dds_line(work_dir, tag),
@@ -1039,9 +1056,26 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         rss_mb_max=round(max(rss), 1) if rss else None,
         rss_mb_series=[[round(t, 2), round(m, 1)] for t, m, _ in sampler.samples],
         floor_publish_errors=publish_errors, subscriber_executor=sub['executor'],
+        perf=perf_figures,
         loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()])
     return result
+
+
+def cpu_per_message(topics: dict[str, Any], cpu_s: float) -> dict[str, Any]:
+    """
+    Return the process's CPU per message published and per MB of cloud and image payload.
+
+    Messages are those sent on the default subscription's topics (one per topic and frame).
+    """
+    plain = {topic: figures for topic, figures in topics.items() if '@' not in topic}
+    messages = sum(figures['sent'] for figures in plain.values())
+    large = sum(figures['sent'] for topic, figures in plain.items() if topic in LARGE_TOPICS)
+    payload_mb = sum(figures['sent'] * PAYLOAD_BYTES.get(topic, 0)
+                     for topic, figures in plain.items()) / 1e6
+    return {'messages': messages, 'large_messages': large, 'payload_mb': round(payload_mb, 1),
+            'cpu_us_per_message': round(1e6 * cpu_s / messages, 1) if messages else None,
+            'cpu_ms_per_mb': round(1e3 * cpu_s / payload_mb, 3) if payload_mb else None}
 
 
 def _dds_line(work_dir: str, tag: str) -> str | None:
@@ -1162,6 +1196,9 @@ def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
         out[topic] = entry
     if floor.get('cpu_s_per_sim_s'):
         out['cpu_ratio'] = round(bridge['cpu_s_per_sim_s'] / floor['cpu_s_per_sim_s'], 2)
+    if floor.get('cpu_us_per_message') and bridge.get('cpu_us_per_message'):
+        out['cpu_per_message_ratio'] = round(
+            bridge['cpu_us_per_message'] / floor['cpu_us_per_message'], 2)
     return out
 
 
@@ -1199,7 +1236,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                   bridge_command: str | None = None,
                   drives: Sequence[str] = DEFAULT_DRIVES, variants: bool = True,
                   floor_beside: bool = False, prefix: str = sys.prefix,
-                  profile_file: str | None = None, log: Any = print) -> dict[str, Any]:
+                  profile_file: str | None = None, perf: bool = False,
+                  log: Any = print) -> dict[str, Any]:
     """
     Run every (drive, rate, config, mode); return the report (also the JSON document).
 
@@ -1222,7 +1260,7 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
                                       emulator_nice=emulator_nice, profile=profile,
                                       bridge_command=bridge_command, drive=drive,
                                       variants=variants, floor_beside=floor_beside,
-                                      prefix=prefix, profile_file=profile_file)
+                                      prefix=prefix, profile_file=profile_file, perf=perf)
                     if result.get('floor_beside'):
                         result['vs_floor_beside'] = _ratios(result, result['floor_beside'])
                     log(_summary_line(result))
@@ -1368,7 +1406,16 @@ def _summary_line(result: dict[str, Any]) -> str:
         t = result['topics'][topic]
         parts.append(f"{topic.split('/')[-1]} {t['delivered']}/{t['sent']} "
                      f"p50 {t['latency_p50_ms']} ms")
-    parts.append(f"cpu {result['cpu_core_fraction']} core, rss max {result['rss_mb_max']} MB")
+    parts.append(f"cpu {result['cpu_core_fraction']} core, "
+                 f"{result.get('cpu_us_per_message')} us/message, "
+                 f"{result.get('cpu_ms_per_mb')} ms/MB, rss max {result['rss_mb_max']} MB")
+    if result.get('perf'):
+        counts = result['perf'].get('counts', {})
+        messages = result.get('messages') or 0
+        per_message = ', '.join(f'{name} {count / messages:.2f}'
+                                for name, count in counts.items()) if messages else ''
+        parts.append('perf: ' + perf_split.format_split(result['perf'])
+                     + (f'; per message: {per_message}' if per_message else ''))
     beside = result.get('floor_beside')
     if beside:
         shown = ['/clock', 'ins/imu'] + (['step_barrier'] if result.get('drive') == 'lockstep'
@@ -1442,6 +1489,49 @@ def comparison_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def headline_lines(report: dict[str, Any]) -> list[str]:
+    """
+    Return the headline: the bridge against the floor, as ratios and differences, per run pair.
+
+    CPU per message of the bridge over the floor's; p50 and p99 over the floor's (worst topic
+    of the plain subscriptions); messages lost by each.
+    """
+    pairs: dict[tuple[str, str, float], dict[str, dict[str, Any]]] = {}
+    for run in report['runs']:
+        pairs.setdefault((run['config'], run.get('drive', 'play'), run['rate']), {})[
+            run['mode']] = run
+    lines = ['## The bridge against the floor', '',
+             '| DDS | drive | rate | sim x bridge (floor) | CPU us/message bridge (floor) | '
+             'ratio | ms/MB bridge (floor) | p50 over floor, ms, worst topic | '
+             'p99 over floor, ms, worst topic | lost bridge (floor) |',
+             '|---|---|---|---|---|---|---|---|---|---|']
+    for (config, drive, rate), pair in sorted(pairs.items()):
+        bridge, floor = pair.get('bridge'), pair.get('floor')
+        if bridge is None or floor is None:
+            continue
+        plain = [topic for topic in TOPICS if topic != 'step_barrier' or drive == 'lockstep']
+        ratios = bridge.get('vs_floor', {})
+
+        def worst(name: str) -> str:
+            values = [(ratios[topic][name], topic) for topic in plain
+                      if ratios.get(topic, {}).get(name) is not None]
+            if not values:
+                return ''
+            value, topic = max(values)
+            return f'{value:g} ({topic})'
+
+        lost = sum(bridge['topics'][topic]['lost'] for topic in plain)
+        floor_lost = sum(floor['topics'][topic]['lost'] for topic in plain)
+        lines.append(
+            f"| {config} | {drive} | {rate:g} | {bridge['achieved_rate']} "
+            f"({floor['achieved_rate']}) | {_cell(bridge.get('cpu_us_per_message'))} "
+            f"({_cell(floor.get('cpu_us_per_message'))}) | "
+            f"{_cell(ratios.get('cpu_per_message_ratio'))} | "
+            f"{_cell(bridge.get('cpu_ms_per_mb'))} ({_cell(floor.get('cpu_ms_per_mb'))}) | "
+            f"{worst('added_p50_ms')} | {worst('added_p99_ms')} | {lost} ({floor_lost}) |")
+    return lines + ['']
+
+
 def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> None:
     """Write the report as markdown tables."""
     machine = report['machine']
@@ -1483,6 +1573,7 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
             'the same subscriber, playing at the rate or releasing one burst with each step '
             'request; for those topics the comparison takes it as the floor (same run, same '
             'load), and `lost (floor)` is its loss.', '']
+    lines += headline_lines(report)
     lines += ['## Stock against profile', '']
     lines += comparison_lines(report)
     lines.append('')
@@ -1634,6 +1725,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--profile', action='store_true',
                         help='run the bridge in-process under cProfile (all threads); the '
                              'stats go to <work-dir>/bridge-*.prof and the bridge log')
+    parser.add_argument('--perf', action='store_true',
+                        help='sample the measured process (bridge or floor) with Linux perf '
+                             'over the measured window and split its CPU by layer: kernel '
+                             'TCP, Fast DDS, rcl + rmw, Python (tools/perf_split.py; the '
+                             'perf.data files stay in --work-dir)')
     parser.add_argument('--bridge-command', default=None,
                         help='run this command instead of the sensor_bridge executable (the '
                              '--ros-args with namespace and port are appended), e.g. a '
@@ -1725,7 +1821,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile=args.profile, bridge_command=args.bridge_command,
             rate_seconds=rate_seconds,
             drives=args.drives, variants=args.variants, floor_beside=args.floor_beside,
-            prefix=prefix, profile_file=args.profile_file,
+            prefix=prefix, profile_file=args.profile_file, perf=args.perf,
             log=lambda text: print(text, flush=True))
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name or 'benchmarks')

@@ -20,6 +20,7 @@ from rclpy.publisher import Publisher
 
 from acres_bridge.conversions.pool import PooledMessage
 from acres_bridge.nodes.rcl_publish import publish_serialised
+from acres_bridge.protocol.threads import name_native_thread
 
 # Messages waiting; the pool's ring bounds the pooled ones, this bounds the rest.
 CAPACITY = 8
@@ -94,6 +95,7 @@ class Outbox:
             self._thread.join(max(0.0, deadline - time.monotonic()))
 
     def _run(self) -> None:
+        name_native_thread(self._thread.name)
         while True:
             with self._changed:
                 self._changed.wait_for(lambda: self._stopping or self._queue)

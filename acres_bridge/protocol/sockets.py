@@ -24,6 +24,7 @@ import traceback
 from typing import Any, Callable
 
 from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.threads import name_native_thread
 from acres_bridge.protocol.throttle import held_text
 from acres_bridge.protocol.throttle import LOG_INTERVAL_S
 from acres_bridge.protocol.throttle import LogThrottle
@@ -202,6 +203,7 @@ class ReconnectingClient:
     # --- the thread --------------------------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread(self._thread_name)
         try:
             while not self._stop.is_set():
                 reason = self._connect_and_serve()
