@@ -19,12 +19,9 @@ from rclpy.signals import SignalHandlerOptions
 from acres_bridge.nodes import dds
 from acres_bridge.nodes.parameters import ParameterError
 
-# How long the executor waits for work before the main thread looks at the stop request again.
-# A signal wakes the executor at once (StopRequest), so this only bounds a stop that no signal
-# brought. Each wake of a SingleThreadedExecutor rebuilds its wait set in Python, about 1 ms
-# with a node's parameter services: at 0.1 s that was 10 ms of CPU a second in an idle process,
-# a twentieth of what a Polaris costs at real time (docs/benchmarks.md, "Throughput per core").
-SPIN_PERIOD_S = 2.0
+# How long the executor waits for work before the main thread looks at the stop request again:
+# the longest a Ctrl-C waits before the shutdown starts.
+SPIN_PERIOD_S = 0.1
 
 
 def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
@@ -54,9 +51,8 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     configuration = dds.configure()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = StopRequest()
+    stop.install()
     executor = executor_type()
-    # A task, not executor.wake(): a wake alone only makes rclpy wait again.
-    stop.install(wake=lambda: executor.create_task(_nothing))
     destroy = None
     try:
         try:
@@ -81,7 +77,6 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
             raise
     finally:
         stop.requested = True
-        stop.uninstall()
         _finish_callbacks(executor)
         executor.shutdown()
         if destroy is not None:
@@ -100,44 +95,16 @@ class StopRequest:
     interpreter finalises, and a SIGINT there would end the process with -2. A later SIGTERM
     ends the process at once, as SIGTERM does by default: a shutdown that hangs can still be
     ended (launch sends SIGTERM when its SIGINT was not enough).
-
-    Python runs a handler only when the main thread is back in Python code, not while it waits
-    in rcl. With ``wake`` (giving the executor a task to run), a thread ``signal-wake`` reads
-    the signal's byte from Python's wakeup file descriptor and calls it, so that ``spin_once``
-    returns, the handler runs and the main loop sees the request however long the wait.
     """
 
     def __init__(self) -> None:
         self.requested = False
-        self._write_fd: int | None = None
-        self._previous_fd = -1
-        self._thread: threading.Thread | None = None
 
-    def install(self, wake: Callable[[], None] | None = None) -> None:
-        """Take SIGINT and SIGTERM (only the main thread can); ``wake`` on each signal."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        signal.signal(signal.SIGINT, self._on_signal)
-        signal.signal(signal.SIGTERM, self._on_signal)
-        if wake is not None and self._write_fd is None:
-            read_fd, write_fd = os.pipe()
-            os.set_blocking(write_fd, False)
-            self._previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-            self._write_fd = write_fd
-            self._thread = threading.Thread(target=_wake_on_signal, args=(read_fd, wake),
-                                            name='signal-wake', daemon=True)
-            self._thread.start()
-
-    def uninstall(self, timeout_s: float = 5.0) -> None:
-        """Stop waking the executor (the handlers stay): call before the executor goes."""
-        if self._write_fd is None or threading.current_thread() is not threading.main_thread():
-            return
-        signal.set_wakeup_fd(self._previous_fd)
-        os.close(self._write_fd)    # the signal-wake thread reads to the end and closes its side
-        self._write_fd = None
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
+    def install(self) -> None:
+        """Take SIGINT and SIGTERM (only the main thread can)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self._on_signal)
+            signal.signal(signal.SIGTERM, self._on_signal)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if not self.requested:
@@ -146,19 +113,6 @@ class StopRequest:
         elif signum == signal.SIGTERM:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _nothing() -> None:
-    """Do nothing: the task that makes ``spin_once`` return."""
-
-
-def _wake_on_signal(read_fd: int, wake: Callable[[], None]) -> None:
-    """Call ``wake`` for each signal byte written to the pipe, until its writer closes."""
-    try:
-        while os.read(read_fd, 64):
-            wake()
-    finally:
-        os.close(read_fd)
 
 
 def _finish_callbacks(executor: Executor) -> None:
