@@ -18,10 +18,18 @@ from support.environment import claim_domain_id
 from support.environment import local_discovery
 from support.spinning import SpinningExecutor
 
+# Set when this run claimed its ROS_DOMAIN_ID (not when the caller gave one).
+_CLAIMED = 'ACRES_TEST_DOMAIN_CLAIMED'
+
 # Set before any test module imports rclpy (conftest.py is imported first).
 local_discovery(os.environ)
-if 'ROS_DOMAIN_ID' not in os.environ:
+# A worker of pytest-xdist (tools/test runs two per suite) inherits the ID its controller
+# claimed; it claims one of its own, so that workers side by side never share a graph (a
+# second /acres_bridge in `ros2 node list`, a ros2 daemon of another test).
+if 'ROS_DOMAIN_ID' not in os.environ or (
+        os.environ.get('PYTEST_XDIST_WORKER') and os.environ.get(_CLAIMED) == 'yes'):
     os.environ['ROS_DOMAIN_ID'] = str(claim_domain_id())
+    os.environ[_CLAIMED] = 'yes'
 
 
 @pytest.fixture
