@@ -17,10 +17,13 @@ few seconds:
 - end to end, as tools/benchmark.py measures it: the reception time (mapped to
   CLOCK_MONOTONIC) minus the publish time the emulator put into the frame's header, matched by
   the header stamp. It also holds a publish() that blocks in the bridge (a full data-sharing
-  history). Within 2 ms for /clock (0.34-0.97 ms measured). INS (0.58-1.44 ms) and camera_info
-  (1.2-3.4 ms: it follows its 1.4 MB camera frame over the socket and through the bridge, in
-  every configuration) hold the bridge's own work, which a loaded machine stretches, so they
-  are printed, not judged: the DDS leg judges their configuration.
+  history: a deep keep-last /clock history delivered that way had a p50 of 0.44 s). Within
+  50 ms for /clock: 0.34-0.97 ms measured on a quiet machine, 2.3-7.3 ms in CI runs with four
+  test workers on two cores, where the bridge waits for a core (DDS leg 0.3-0.5 ms). INS
+  (0.58-1.44 ms) and camera_info (1.2-3.4 ms: it follows its 1.4 MB camera frame over the
+  socket and through the bridge, in every configuration) hold the bridge's own work, which a
+  loaded machine stretches, so they are printed, not judged: the DDS leg judges their
+  configuration.
 
 The bridge's start-up log must say which configuration it found.
 
@@ -58,6 +61,9 @@ STOP_TIMEOUT_S = 30.0
 # A few seconds of messages at 1x: cameras run at 10 Hz, so 40 camera infos are 4 s.
 CAMERA_INFOS = 40
 P50_LIMIT_MS = 2.0
+# End to end holds the bridge's own work, which a busy machine delays by milliseconds; the
+# failures this judges (a publish held by a full history) cost tenths of a second.
+END_TO_END_LIMIT_MS = 50.0
 CONFIGURATIONS = ('nothing set', 'shipped profile', 'shipped profile, QoS from XML',
                   'other version profile', 'other version profile, QoS from XML',
                   'transports only', 'transports only, QoS from XML')
@@ -252,7 +258,7 @@ def test_the_bridge_delivers_promptly_and_says_how_it_is_configured(
     # Every configuration gives the bridge's participant a segment that holds a cloud.
     assert max(segments, default=0) >= dds.SHM_SEGMENT_BYTES, (segments, log)
     assert all(p50 <= P50_LIMIT_MS for p50 in dds_p50.values()), (dds_p50, log)
-    assert end_to_end_p50['/clock'] <= P50_LIMIT_MS, (end_to_end_p50, log)
+    assert end_to_end_p50['/clock'] <= END_TO_END_LIMIT_MS, (end_to_end_p50, log)
 
 
 def _subscribe(topics: list[str]) -> int:
