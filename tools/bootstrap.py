@@ -232,11 +232,16 @@ class Prefix:
         if self.stamp_matches(f'interface-{name}', key):
             return key
         cached = CACHE / 'interfaces' / f'{name}-{key}'
-        if not (cached / 'done').is_file():
-            self.build_interface(name, source, cached)
-        else:
-            log(f'{name}: restoring the cached build')
-        self.install_cached(cached)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        # Prefixes made side by side (tools/test makes .venv and .venv-simif2 at once) share
+        # builds: one builds an entry while the other waits, then restores it.
+        with open(cached.parent / f'{cached.name}.lock', 'w') as entry_lock:
+            fcntl.flock(entry_lock, fcntl.LOCK_EX)
+            if not (cached / 'done').is_file():
+                self.build_interface(name, source, cached)
+            else:
+                log(f'{name}: restoring the cached build')
+            self.install_cached(cached)
         self.write_stamp(f'interface-{name}', key)
         return key
 
