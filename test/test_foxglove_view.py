@@ -283,3 +283,35 @@ def test_a_paused_client_changes_nothing_for_a_ros_subscriber_and_another_client
         paused.send_signal(signal.SIGCONT)
         paused.kill()
         paused.communicate(timeout=WAIT_S)
+
+
+def test_diagnostics_count_what_a_client_was_sent_on_the_channels_it_left_and_kept(
+        rig, clients):
+    rig.streaming()
+    client = clients(rig.url)
+    _, imu = client.subscribe('/clock', '/polaris/ins/imu')
+    wait_until(lambda: rig.view_subscribes('/clock') and rig.view_subscribes('/polaris/ins/imu'),
+               timeout_s=WAIT_S, what='the view to subscribe the clock and the IMU')
+
+    def messages_sent() -> int:
+        status, = [status for status in rig.view.statuses() if ': client ' in status.name]
+        return int({kv.key: kv.value for kv in status.values}['messages_sent'])
+
+    def received() -> int:
+        return client.count('/clock') + client.count('/polaris/ins/imu')
+
+    rig.step(10)
+    client.wait(lambda: client.count('/clock') >= 10, WAIT_S, 'the clocks of the first step')
+    wait_until(lambda: messages_sent() == received(), timeout_s=WAIT_S,
+               what='messages_sent to be what the client received')
+    imu_before = client.count('/polaris/ins/imu')
+    assert imu_before > 0
+    client.unsubscribe(imu)
+    wait_until(lambda: not rig.view_subscribes('/polaris/ins/imu'), timeout_s=WAIT_S,
+               what='the view to end its IMU subscription')
+    rig.step(10)
+    client.wait(lambda: client.count('/clock') >= 20, WAIT_S, 'the clocks of the second step')
+    wait_until(lambda: messages_sent() == received(), timeout_s=WAIT_S,
+               what='messages_sent to keep the IMU messages sent before the unsubscribe')
+    assert client.count('/polaris/ins/imu') == imu_before
+    assert messages_sent() == client.count('/clock') + imu_before
