@@ -47,19 +47,22 @@ def test_a_transports_only_profile_keeps_its_transports_and_gains_the_writer_set
         str(dds_profile.SHM_SEGMENT_BYTES)]
     writer = profiles.find('{*}data_writer')
     assert _text(writer, '{*}times/{*}heartbeat_period/{*}nanosec') == ['20000000']
+    assert _text(writer, '{*}times/{*}nack_response_delay/{*}nanosec') == ['0']
     assert _text(writer, '{*}qos/{*}data_sharing/{*}kind') == ['OFF']
     assert _text(writer, '{*}qos/{*}publishMode/{*}kind') == ['SYNCHRONOUS']
     assert _text(writer, '{*}historyMemoryPolicy') == ['PREALLOCATED_WITH_REALLOC']
 
 
 def test_the_writer_profile_takes_the_tags_of_the_fast_dds_version():
-    for major, minor, tag, heartbeat in ((3, 2, 'data_writer', 'heartbeat_period'),
-                                         (2, 14, 'publisher', 'heartbeatPeriod'),
-                                         (2, 6, 'publisher', 'heartbeatPeriod')):
+    for major, minor, tag, heartbeat, nack in (
+            (3, 2, 'data_writer', 'heartbeat_period', 'nack_response_delay'),
+            (2, 14, 'publisher', 'heartbeatPeriod', 'nackResponseDelay'),
+            (2, 6, 'publisher', 'heartbeatPeriod', 'nackResponseDelay')):
         merge = dds_profile.merge_profile(user_profiles.TRANSPORTS_ONLY, major, minor=minor,
                                           local_discovery=True, qos_from_xml=False)
         root = ElementTree.fromstring(merge.text)
         assert root.find(f'.//{{*}}{tag}/{{*}}times/{{*}}{heartbeat}') is not None
+        assert root.find(f'.//{{*}}{tag}/{{*}}times/{{*}}{nack}') is not None
 
 
 def test_values_the_user_sets_are_kept_and_those_that_fall_short_are_named_with_a_fix():
@@ -78,6 +81,15 @@ def test_values_the_user_sets_are_kept_and_those_that_fall_short_are_named_with_
     assert sharing.startswith('data sharing stays AUTOMATIC') and 'history depth' in sharing
     assert 'Fix: <data_sharing><kind>OFF</kind></data_sharing>' in sharing
     assert memory.startswith('history memory stays PREALLOCATED') and 'Fix:' in memory
+
+
+def test_a_nack_response_delay_the_user_sets_is_kept():
+    text = WRITER.replace('</heartbeat_period>', '</heartbeat_period><nack_response_delay>'
+                          '<sec>0</sec><nanosec>5000000</nanosec></nack_response_delay>')
+    _, root = _merged(text)
+    mine, topic = root.findall('.//{*}data_writer')
+    assert _text(mine, '{*}times/{*}nack_response_delay/{*}nanosec') == ['5000000']
+    assert _text(topic, '{*}times/{*}nack_response_delay/{*}nanosec') == ['0']
 
 
 def test_writer_qos_that_rmw_fastrtps_overrides_is_no_shortfall():

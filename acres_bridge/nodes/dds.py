@@ -47,6 +47,7 @@ import xml.etree.ElementTree as ElementTree
 
 from acres_bridge.nodes import dds_profile
 from acres_bridge.nodes.dds_profile import HEARTBEAT_PERIOD_MS
+from acres_bridge.nodes.dds_profile import NACK_RESPONSE_DELAY_MS
 from acres_bridge.nodes.dds_profile import PROFILE_TAGS
 from acres_bridge.nodes.dds_profile import RENAMED_TAGS
 from acres_bridge.nodes.dds_profile import SHM_PORT_QUEUE_CAPACITY
@@ -156,7 +157,8 @@ def profile_xml(major: int, *, local_discovery: bool,
     """
     Return the bridge's profile for Fast DDS ``major`` (2 or 3).
 
-    Writers: a heartbeat every ``heartbeat_period_ms``; synchronous publishing, data sharing
+    Writers: a heartbeat every ``heartbeat_period_ms``, requests for lost data answered after
+    ``NACK_RESPONSE_DELAY_MS`` (at once); synchronous publishing, data sharing
     off and history memory that grows by reallocation, which rmw_fastrtps sets by itself unless
     ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` hands those choices to the XML. Participant: a
     shared-memory transport with a ``segment_size`` segment. With ``local_discovery``
@@ -167,6 +169,7 @@ def profile_xml(major: int, *, local_discovery: bool,
     """
     writer_tag, _ = PROFILE_TAGS[3 if major >= 3 else 2]
     heartbeat_tag = 'heartbeat_period' if major >= 3 else 'heartbeatPeriod'
+    nack_tag = 'nack_response_delay' if major >= 3 else 'nackResponseDelay'
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              '<!-- Written by acres_bridge (acres_bridge/nodes/dds.py) for Fast DDS '
              f'{major}.x: the settings of the bridge\'s own processes. -->',
@@ -203,9 +206,10 @@ def profile_xml(major: int, *, local_discovery: bool,
         '        <publishMode><kind>SYNCHRONOUS</kind></publishMode>',
         '        <data_sharing><kind>OFF</kind></data_sharing>',
         '      </qos>']
+    lines += ['      <times>']
     if heartbeat_period_ms is not None:
-        lines += ['      <times>', '        ' + _duration(heartbeat_tag, heartbeat_period_ms),
-                  '      </times>']
+        lines.append('        ' + _duration(heartbeat_tag, heartbeat_period_ms))
+    lines += ['        ' + _duration(nack_tag, NACK_RESPONSE_DELAY_MS), '      </times>']
     lines += ['      <historyMemoryPolicy>PREALLOCATED_WITH_REALLOC</historyMemoryPolicy>',
               f'    </{writer_tag}>', '  </profiles>', '</dds>', '']
     return '\n'.join(lines)
@@ -433,7 +437,8 @@ def configure(environ: MutableMapping[str, str] = os.environ, *,
     advice = replaced or f'; set {variable} to use a profile of your own'
     return Configuration(
         f'DDS: {fast_dds}, the bridge\'s own settings (writer heartbeat every '
-        f'{HEARTBEAT_PERIOD_MS} ms, {transports}, data sharing off) from {profile}{advice}',
+        f'{HEARTBEAT_PERIOD_MS} ms, NACK response delay {NACK_RESPONSE_DELAY_MS} ms, '
+        f'{transports}, data sharing off) from {profile}{advice}',
         variable, profile, fast_dds, tuple(warnings), segment_size, changes)
 
 
