@@ -10,7 +10,8 @@ runs the emulator of one Polaris in play, the ``acres_bridge`` executable and a 
 What A's reader got is what the bridge published; what B's lacks of it, within the span B
 covers, is lost across the link. Latency is B's reception time minus A's for the same message
 (the link's cost over a reader on the bridge's host). CPU is the processes' CPU seconds per
-second of the run on each host. Configurations:
+second of the run on each host; host B's kernel counts what it dropped on receipt (UDP
+datagrams for a full socket buffer, IP datagrams short of a fragment). Configurations:
 
 * ``own``: nothing set, the bridge's own writer settings (the default);
 * ``stock_heartbeat``: the bridge's writers with Fast DDS's stock 3 s heartbeat (a user
@@ -129,6 +130,26 @@ def paced_profile_xml(agents: tuple[str, ...] = PACED_AGENTS,
     return '\n'.join(lines + ['  </profiles>', '</dds>', ''])
 
 
+def _receive_drops(host: two_hosts.Host) -> dict[str, int]:
+    """
+    Return what the kernel of ``host`` dropped on receipt (its /proc/net/snmp).
+
+    UDP datagrams that found the socket's buffer full, and IP datagrams whose fragments never
+    all arrived.
+    """
+    code, output = host.run(['cat', '/proc/net/snmp'])
+    if code != 0:
+        raise RuntimeError(f'reading /proc/net/snmp on {host.name} failed: {output}')
+    lines = output.splitlines()
+    table = {}
+    for names, values in zip(lines[::2], lines[1::2]):
+        kind = names.split(':')[0]
+        table.update({f'{kind}{name}': int(value) for name, value in
+                      zip(names.split()[1:], values.split()[1:])})
+    return {'udp_receive_buffer_errors': table['UdpRcvbufErrors'],
+            'ip_reassembly_failures': table['IpReasmFails']}
+
+
 def _cpu_s(host: two_hosts.Host) -> float:
     import psutil
     total = 0.0
@@ -180,14 +201,17 @@ def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
             raise TimeoutError('the readers saw no publisher for every topic')
         time.sleep(0.1)
     cpu_start = {host.name: _cpu_s(host) for host in pair.hosts}
+    drops_start = _receive_drops(pair.b)
     started = time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - started
     cpu = {host.name: (_cpu_s(host) - cpu_start[host.name]) / elapsed for host in pair.hosts}
     time.sleep(2.0)         # let what is in flight arrive before counting
     reference, reader = (logs[pair.a.name].update(), logs[pair.b.name].update())
+    drops = {key: value - drops_start[key] for key, value in _receive_drops(pair.b).items()}
     figures = {'config': config, 'rate': rate, 'mtu': pair.mtu(), 'topics': {},
-               'cpu_a': round(cpu[pair.a.name], 2), 'cpu_b': round(cpu[pair.b.name], 2)}
+               'cpu_a': round(cpu[pair.a.name], 2), 'cpu_b': round(cpu[pair.b.name], 2),
+               'host_b_drops': drops}
     for topic, sent in reference.messages.items():
         got = dict((stamp, received) for received, stamp in reader.messages.get(topic, []))
         if not got:
@@ -215,7 +239,8 @@ def summary(figures: dict) -> str:
     return (f'{figures["config"]:>15} {figures["rate"]:g}x mtu {figures["mtu"]}: lost '
             f'{lost or "none"}; cloud +{cloud.get("extra_p50_ms")} ms p50 '
             f'+{cloud.get("extra_p99_ms")} p99, imu +{imu.get("extra_p50_ms")} p50 '
-            f'+{imu.get("extra_p99_ms")} p99; cpu A {figures["cpu_a"]} B {figures["cpu_b"]}')
+            f'+{imu.get("extra_p99_ms")} p99; cpu A {figures["cpu_a"]} B {figures["cpu_b"]}; '
+            f'B dropped {figures["host_b_drops"]}')
 
 
 def main(argv: list[str] | None = None) -> int:
