@@ -239,6 +239,9 @@ def test_bad_client_messages_get_errors_and_the_server_keeps_serving(rig, client
     assert verdict == 'failure' and 'StepSimulation' in text
     assert not [r for r in rig.emulator.requests if r.get('op') == 'step']
     client.subscribe('/clock')
+    # The view subscribes in ROS once the client has: a step before that is not the view's.
+    wait_until(lambda: rig.view_subscribes('/clock'), timeout_s=WAIT_S,
+               what='the view to subscribe the clock')
     rig.step(5)
     client.wait(lambda: client.counts['/clock'] >= 5, WAIT_S, 'the clock after the errors')
 
