@@ -22,6 +22,7 @@ from rclpy.topic_endpoint_info import TopicEndpointInfo
 from std_msgs.msg import String
 from support.waiting import wait_until
 
+from acres_bridge.nodes import futures
 from acres_bridge.nodes.futures import Deadlines
 from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.lockstep import BarrierTimeout
@@ -114,6 +115,26 @@ def test_a_completion_inside_the_awaiting_run_still_resumes_the_coroutine(spun):
     task = spun.create_task(coroutine)
     # Nothing else wakes this executor: without the re-armed wake-up this would hang.
     assert _result(task) == 42
+
+
+def test_a_coroutine_held_up_long_after_the_completion_is_still_resumed(spun, monkeypatch):
+    # A thread starved on a loaded host can hold the parked run for seconds: the wake-ups must
+    # outlast it. They once stopped after a count, and the step's answer was never sent.
+    monkeypatch.setattr(futures, 'REARMS_AT_FULL_SPEED', 20)
+    future = concurrent.futures.Future()
+    waiter = ObservedWaiter(future, spun)
+    held_past = 200     # wake-ups that found the coroutine not resumed, ten times the full speed
+
+    def hold_the_run_after_completing() -> None:
+        future.set_result('late')
+        wait_until(lambda: waiter.rearms > held_past, what=f'{held_past} wake-ups')
+
+    async def coroutine():
+        return await InsideTheRun(waiter, hold_the_run_after_completing)
+
+    task = spun.create_task(coroutine)
+    assert _result(task) == 'late'
+    assert waiter.rearms > held_past
 
 
 def test_the_adaptor_returns_results_and_exceptions_on_any_executor(ros_context):
@@ -267,6 +288,28 @@ def test_a_step_is_sent_once_every_stream_matched_and_names_who_was_not(ros_cont
         assert stats['unmatched_steps'] == 1 and '/client' in stats['last_unmatched']
         [status] = lockstep.diagnostic_statuses()
         assert status.level == status.WARN and '/client' in status.message
+    finally:
+        lockstep.destroy()
+        node.destroy_node()
+
+
+def test_a_delivery_wait_that_raises_fails_the_step_instead_of_leaving_it_unanswered(
+        ros_context):
+    node = rclpy.create_node('lockstep_raising', context=ros_context)
+    lockstep = Lockstep(node, barrier_timeout_s=5.0, ack_timeout_s=1.0)
+
+    def publishers():
+        raise RuntimeError('the graph query failed')
+    try:
+        barriers = BarrierTracker()
+        stream = lockstep.stream('polaris', '/polaris', barriers, publishers)
+        with pytest.raises(RuntimeError, match='the graph query failed'):
+            lockstep.step_matched([stream]).result(timeout=WAIT_S)
+        step = lockstep.step_delivered(7, [stream])
+        barriers.published(7, 0.7)
+        with pytest.raises(RuntimeError, match='the graph query failed'):
+            step.result(timeout=WAIT_S)
+        assert lockstep.stats['failed_steps'] == 1
     finally:
         lockstep.destroy()
         node.destroy_node()

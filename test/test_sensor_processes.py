@@ -11,8 +11,10 @@ the child processes are real (own pid, own node in the agent's namespace), /diag
 every agent, and no child outlives the session, however it ends.
 """
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ from test_lockstep_delivery import session_factory  # noqa: F401  (a fixture)
 from test_lockstep_delivery import SIZES
 
 from acres_bridge.nodes import dds
+from acres_bridge.nodes.sensor_processes import _ChildChannel
 
 pytestmark = [pytest.mark.ros, pytest.mark.delivery]
 PER_AGENT = ('-p', 'sensor_processes:=per_agent')
@@ -196,3 +199,42 @@ def test_no_sensor_process_outlives_the_session(emulator_factory, ending):
                 output), output
     wait_for(lambda: not any(stream.has_client for stream in emulator.streams), WAIT_S,
              'the emulator to lose every sensor client')
+
+
+class _BridgeNotBuilt:
+    """A child's node whose sensor bridge fails once when asked for, then is not there."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.shut_down = threading.Event()
+        self.context = self
+
+    @property
+    def bridge(self):
+        self.asked += 1
+        if self.asked == 1:
+            raise AttributeError('bridge is being built')
+        return None
+
+    def try_shutdown(self) -> None:
+        self.shut_down.set()
+
+
+def test_a_question_the_child_cannot_answer_gets_an_error_and_the_next_is_answered():
+    parent_end, child_end = socket.socketpair()
+    parent_end.settimeout(WAIT_S)
+    node = _BridgeNotBuilt()
+    child = _ChildChannel(child_end, node, ack_timeout_s=1.0)
+    child.start()
+    answers = parent_end.makefile('rb')
+    try:
+        for request in (1, 2):
+            parent_end.sendall(json.dumps({'id': request, 'match': {}, 'timeout_s': 1.0})
+                               .encode() + b'\n')
+        first, second = (json.loads(answers.readline()) for _ in range(2))
+        assert first == {'id': 1, 'error': 'AttributeError: bridge is being built'}
+        assert second == {'id': 2, 'unmatched': {}}     # no stream yet: nothing to wait for
+    finally:
+        answers.close()
+        parent_end.close()
+    assert node.shut_down.wait(WAIT_S)      # the channel's end still ends the child

@@ -23,9 +23,14 @@ from typing import Any
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import Executor
 
-# A wake-up task re-creates itself while its coroutine has not resumed (see FutureWaiter).
-# Only a task that its executor no longer runs (its node removed) gets this far.
-MAX_REARMS = 10_000
+# A wake-up task re-creates itself while its coroutine has not resumed (see FutureWaiter), for
+# at most this long after the future completed: only a coroutine that its executor no longer
+# runs (its node removed) is not resumed by then.
+REARM_LIMIT_S = 30.0
+# Past this many wake-ups of one waiter, each further one first pauses, so that a coroutine
+# held up for long (a starved thread on a loaded host) costs a wake-up a millisecond, not a core.
+REARMS_AT_FULL_SPEED = 1_000
+REARM_PAUSE_S = 0.001
 
 
 def settle(future: concurrent.futures.Future, result: Any = None,
@@ -56,9 +61,12 @@ class FutureWaiter:
     pass that skips the task, and nothing wakes the executor again. So the wake-up task checks
     whether the coroutine has resumed and, if not, creates itself again: each time is one more
     executor pass, and the first pass after the parked run ended resumes the coroutine. The
-    repetition ends on the coroutine's own progress, not on a clock, and cannot lose the
-    wake-up; in the usual case (the future completes long after the coroutine parked) it costs
-    one or two passes. ``rearms`` counts the wake-ups that found the coroutine not yet resumed.
+    repetition ends on the coroutine's own progress; in the usual case (the future completes
+    long after the coroutine parked) it costs one or two passes. A thread starved on a loaded
+    host can hold the parked run for seconds, about 2,000 passes a second here, so a count
+    would run out and lose the wake-up (a step that never answers); the wake-ups go on for
+    ``REARM_LIMIT_S`` instead, pausing a millisecond each past the first thousand.
+    ``rearms`` counts the wake-ups that found the coroutine not yet resumed.
 
     :param future: the future to await; its result or exception is the await's.
     :param executor: the executor running the awaiting coroutine (None: no wake-up, for a
@@ -72,6 +80,7 @@ class FutureWaiter:
         self._parked = False
         self._abandoned = False
         self._armed = False
+        self._completed_at = 0.0
         self.rearms = 0
 
     def __await__(self):
@@ -95,13 +104,19 @@ class FutureWaiter:
 
     def _completed(self, future: concurrent.futures.Future) -> None:
         if self._executor is not None:
+            with self._lock:
+                self._completed_at = time.monotonic()
             self._schedule_wake()
 
     def _wake(self) -> None:
         with self._lock:
-            again = self._parked and not self._abandoned and self.rearms < MAX_REARMS
+            again = (self._parked and not self._abandoned
+                     and time.monotonic() - self._completed_at < REARM_LIMIT_S)
             if again:
                 self.rearms += 1
+            pause = again and self.rearms > REARMS_AT_FULL_SPEED
+        if pause:
+            time.sleep(REARM_PAUSE_S)    # only a multi-threaded executor gets here: a worker
         if again:
             self._schedule_wake()
 

@@ -43,6 +43,7 @@ import dataclasses
 import statistics
 import threading
 import time
+import traceback
 from typing import Any
 from typing import Protocol
 
@@ -280,10 +281,7 @@ class StreamDelivery:
                 time.sleep(MATCH_POLL_S)
             settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
                                             max(0.0, deadline - time.monotonic())))
-        try:
-            self._lockstep.submit(match)
-        except RuntimeError as exc:     # the pool is shut down: the session is going
-            settle(result, error=exc)
+        self._lockstep.submit(match, result)
         return result
 
     def delivered(self, step: int, barrier_timeout_s: float,
@@ -299,12 +297,8 @@ class StreamDelivery:
                                         unmatched))
 
         def published(future: concurrent.futures.Future) -> None:
-            if future.cancelled() or report.done():
-                return
-            try:
-                self._lockstep.submit(acknowledge)
-            except RuntimeError as exc:     # the pool is shut down: the session is going
-                settle(report, error=exc)
+            if not (future.cancelled() or report.done()):
+                self._lockstep.submit(acknowledge, report)
 
         def expired() -> BaseException | None:
             return None if barrier.done() else BarrierTimeout(self.name, step, barrier_timeout_s)
@@ -347,9 +341,26 @@ class Lockstep:
         self._previous_unmatched_steps = 0
         self._last_unmatched: str | None = None
 
-    def submit(self, job: Callable[[], None]) -> concurrent.futures.Future:
-        """Run a blocking job on an ack thread."""
-        return self._pool.submit(job)
+    def submit(self, job: Callable[[], None], result: concurrent.futures.Future) -> None:
+        """
+        Run a blocking job on an ack thread; the job settles ``result``.
+
+        Whatever the job raises fails ``result`` and is logged. Left to the pool, it would
+        stay in the pool's own future, unseen, and ``result`` would never be settled: a step
+        that never answers and says nothing. A pool that is shut down (the session is going)
+        fails ``result`` at once.
+        """
+        def run() -> None:
+            try:
+                job()
+            except Exception as exc:  # noqa: B902 - every step answers, whatever went wrong
+                self.node.get_logger().error(
+                    f'lockstep: {exc!r} in a delivery wait:\n{traceback.format_exc()}')
+                settle(result, error=exc)
+        try:
+            self._pool.submit(run)
+        except RuntimeError as exc:
+            settle(result, error=exc)
 
     def wait_for_delivery(self, publishers: Callable[[], Iterable[Publisher]],
                           readers: ReaderSet) -> tuple[dict[str, tuple[str, ...]],
@@ -403,10 +414,7 @@ class Lockstep:
         if not sources:
             settle(combined, MatchReport(0.0))
             return combined
-        try:
-            self.submit(ask)
-        except RuntimeError as exc:     # the pool is shut down: the session is going
-            settle(combined, error=exc)
+        self.submit(ask, combined)
         return combined
 
     def step_delivered(self, step: int,

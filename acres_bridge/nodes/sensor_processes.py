@@ -385,17 +385,26 @@ class _ChildChannel:
 
     def _read(self) -> None:
         for message in _lines(self._channel):
-            step, timeout_s = message.get('step'), message.get('timeout_s')
-            if not isinstance(timeout_s, (int, float)):
-                continue
-            readers = readers_from_json(message.get('match', message.get('readers')))
-            if 'match' in message:
-                self._match(message.get('id'), readers, float(timeout_s))
-            elif isinstance(step, int):
-                self._answer(message.get('id'), step, float(timeout_s), readers)
+            try:
+                self._serve(message)
+            except Exception as exc:  # noqa: B902 - one question fails, the channel goes on
+                # The parent would otherwise wait out its own limit, and every later question
+                # would go unanswered.
+                self._writer.send({'id': message.get('id'),
+                                   'error': f'{type(exc).__name__}: {exc}'})
         if not self._closing:
             # The parent closed the channel or is gone: this process ends with it.
             self._node.context.try_shutdown()
+
+    def _serve(self, message: dict[str, Any]) -> None:
+        step, timeout_s = message.get('step'), message.get('timeout_s')
+        if not isinstance(timeout_s, (int, float)):
+            return
+        readers = readers_from_json(message.get('match', message.get('readers')))
+        if 'match' in message:
+            self._match(message.get('id'), readers, float(timeout_s))
+        elif isinstance(step, int):
+            self._answer(message.get('id'), step, float(timeout_s), readers)
 
     def _delivery(self, *, starting: bool = False) -> StreamDelivery | None:
         """
