@@ -36,7 +36,7 @@ def test_the_defaults_are_the_contracts():
         host='127.0.0.1', address='127.0.0.1', port=5600, sensor_ports=(), timeout_s=10.0,
         reconnect_s=1.0, frame_prefix='', publish_clock=True, publish_tf='none',
         world_frame='world', point_fields='xyzi', lidar_sweep_s=-1.0, point_time_origin='end',
-        ack_timeout_s=5.0, sensor_processes='auto')
+        ack_timeout_s=5.0, match_timeout_s=5.0, sensor_processes='auto')
     assert [spec.name for spec in SENSOR_BRIDGE_PARAMETERS] == [
         'host', 'port', 'frame_prefix', 'publish_clock', 'publish_tf', 'world_frame',
         'point_fields', 'lidar_sweep_s', 'point_time_origin', 'reconnect_s']
@@ -45,7 +45,7 @@ def test_the_defaults_are_the_contracts():
     assert {spec.name for spec in BRIDGE_PARAMETERS} == {
         'host', 'port', 'sensor_ports', 'timeout_s', 'reconnect_s', 'frame_prefix',
         'publish_clock', 'publish_tf', 'world_frame', 'point_fields', 'lidar_sweep_s',
-        'point_time_origin', 'ack_timeout_s', 'sensor_processes'}
+        'point_time_origin', 'ack_timeout_s', 'match_timeout_s', 'sensor_processes'}
 
 
 @pytest.mark.parametrize(('value', 'one', 'several'), [

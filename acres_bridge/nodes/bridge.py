@@ -117,7 +117,8 @@ class SessionBridge:
             self.parameters: BridgeParameters = declare_bridge_parameters(self.node)
         self.shared = SharedPublishers(self.node)
         self.lockstep = Lockstep(self.node, barrier_timeout_s=self.parameters.timeout_s,
-                                 ack_timeout_s=self.parameters.ack_timeout_s)
+                                 ack_timeout_s=self.parameters.ack_timeout_s,
+                                 match_timeout_s=self.parameters.match_timeout_s)
         self.bridges: list[SensorBridge] = []
         self.processes: list[SensorProcess] = []
         self._layout: SessionLayout | None = None

@@ -24,7 +24,8 @@ for. So before a step is sent, and again before the acknowledgement wait, each s
 until its writers have matched every reader of their topics that the session knows: those in
 the graph of the process that received the request (sim_control's participant has seen the
 client that sent it) and those in the stream's own graph (nodes/readers.py). A reader
-not matched within ``ack_timeout_s`` is named like a late one.
+not matched within ``match_timeout_s`` before the step (``ack_timeout_s`` after its barrier)
+is named like a late one.
 
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
@@ -65,6 +66,7 @@ from acres_bridge.nodes.readers import wait_for_matches
 
 BARRIER_HISTORY = 256
 ACK_WORKERS = 8
+MATCH_TIMEOUT_S = 5.0
 FIGURES_KEPT = 200
 LATE_LOG_INTERVAL_S = 5.0
 
@@ -318,13 +320,19 @@ class Lockstep:
         the step fails, naming the streams that lack it.
     :param ack_timeout_s: how long a stream waits for acknowledgements after its barrier; past
         it the step succeeds and reports the late topics and their readers.
+    :param match_timeout_s: how long a step waits, before it is sent, for the streams' writers
+        to match the readers the session knows; past it the step is sent and names them.
+        Matching is discovery's one-off work for a new reader, which a loaded host can take
+        seconds over, so it has its own bound: a short ``ack_timeout_s``, chosen to hear of
+        a stalled reader soon, must not cost a new reader its first step.
     """
 
     def __init__(self, node: Node, *, barrier_timeout_s: float, ack_timeout_s: float,
-                 workers: int = ACK_WORKERS) -> None:
+                 match_timeout_s: float = MATCH_TIMEOUT_S, workers: int = ACK_WORKERS) -> None:
         self.node = node
         self.barrier_timeout_s = barrier_timeout_s
         self.ack_timeout_s = ack_timeout_s
+        self.match_timeout_s = match_timeout_s
         self.deadlines = Deadlines()
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix='lockstep-ack')
@@ -393,14 +401,14 @@ class Lockstep:
 
         The readers known to this process's graph are asked on an ack thread (a graph query
         per topic), then every source waits for its writers to match them, at most
-        ``ack_timeout_s``. It never fails for a reader: one not matched is in the report.
+        ``match_timeout_s``. It never fails for a reader: one not matched is in the report.
         """
         combined: concurrent.futures.Future = concurrent.futures.Future()
         started = time.monotonic()
 
         def ask() -> None:
             readers = self.session_readers(sources)
-            parts = [source.matched(readers, self.ack_timeout_s) for source in sources]
+            parts = [source.matched(readers, self.match_timeout_s) for source in sources]
             unmatched: dict[str, tuple[str, ...]] = {}
             for part in parts:
                 try:
@@ -490,7 +498,7 @@ class Lockstep:
                 self._last_unmatched = report.warning
         if report.unmatched:
             self.node.get_logger().warning(
-                f'lockstep: a step was sent after {self.ack_timeout_s:g} s without every '
+                f'lockstep: a step was sent after {self.match_timeout_s:g} s without every '
                 f'reader matched: {report.warning}', throttle_duration_sec=LATE_LOG_INTERVAL_S)
 
     def _record(self, future: concurrent.futures.Future) -> None:
@@ -531,6 +539,7 @@ class Lockstep:
             'ack_wait_max_ms': max(waits) * 1e3 if waits else None,
             'match_wait_max_ms': max(match_waits) * 1e3 if match_waits else None,
             'ack_timeout_s': self.ack_timeout_s,
+            'match_timeout_s': self.match_timeout_s,
             'last_late_step': last_late.step if last_late is not None else None,
             'last_late': last_late.warning if last_late is not None else None,
         })

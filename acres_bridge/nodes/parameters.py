@@ -11,9 +11,9 @@ sensor_bridge       host, port (5601), frame_prefix, publish_clock, publish_tf, 
                     point_fields, lidar_sweep_s, point_time_origin, reconnect_s
 sim_control         host, port (5600), timeout_s, reconnect_s
 acres_bridge        host, port (5600, the control channel), sensor_ports, timeout_s,
-                    ack_timeout_s, reconnect_s, frame_prefix, publish_clock, publish_tf,
-                    world_frame, point_fields, lidar_sweep_s, point_time_origin,
-                    sensor_processes
+                    ack_timeout_s, match_timeout_s, reconnect_s, frame_prefix,
+                    publish_clock, publish_tf, world_frame, point_fields, lidar_sweep_s,
+                    point_time_origin, sensor_processes
 ==================  =========================================================================
 
 The lidar_recorder's parameters are :mod:`acres_bridge.nodes.recorder_parameters`', next to
@@ -175,6 +175,12 @@ ACK_TIMEOUT_S = ParameterSpec(
     'every reliable reader to acknowledge every message of it, s. A reader still silent then '
     'is named in /diagnostics and the log, and the step answers (successfully, saying what was '
     'late).', float_range=TIMEOUT_RANGE_S)
+MATCH_TIMEOUT_S = ParameterSpec(
+    'match_timeout_s', 5.0, _T.DOUBLE,
+    'Lockstep: before a step is sent, how long it waits for the sensor writers to match every '
+    'reader of their topics that the session knows (discovery of a new reader), s. A reader '
+    'still unmatched then is named in the answer, /diagnostics and the log, and the step is '
+    'sent anyway.', float_range=TIMEOUT_RANGE_S)
 SENSOR_PROCESSES = ParameterSpec(
     'sensor_processes', 'auto', _T.STRING,
     'Where the sensor streams run: in_process (every agent in the session\'s process, one '
@@ -186,7 +192,8 @@ SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBL
                             WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S, POINT_TIME_ORIGIN,
                             RECONNECT_S)
 SIM_CONTROL_PARAMETERS = (HOST, CONTROL_PORT, TIMEOUT_S, RECONNECT_S)
-BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, ACK_TIMEOUT_S, RECONNECT_S,
+BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, ACK_TIMEOUT_S,
+                     MATCH_TIMEOUT_S, RECONNECT_S,
                      FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS,
                      LIDAR_SWEEP_S, POINT_TIME_ORIGIN, SENSOR_PROCESSES)
 
@@ -239,6 +246,7 @@ class BridgeParameters:
     sensor_ports: tuple[int, ...] = ()
     timeout_s: float = 10.0
     ack_timeout_s: float = 5.0
+    match_timeout_s: float = 5.0
     reconnect_s: float = 1.0
     frame_prefix: str = ''
     publish_clock: bool = True
