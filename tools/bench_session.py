@@ -5,8 +5,9 @@
 """
 Measure where a session's sensor streams should run: one process, or one process per agent.
 
-Each run plays the emulator (its own process) at a real-time factor with one agent (Polaris)
-or two (Polaris + Maxxum) for ``--seconds``, bridged by one of
+Each run plays the emulator (its own process) at a real-time factor with one to four agents
+(Polaris, Maxxum, then a second of each, which the emulator names ``polaris_1`` and
+``maxxum_1``) for ``--seconds``, bridged by one of
 
 ``session-in_process``
     the ``acres_bridge`` executable with ``sensor_processes:=in_process`` (every stream and
@@ -32,6 +33,11 @@ of DDS alone under the same load, and ``floor_cpu_us_per_message`` its CPU per m
     .venv/bin/python tools/bench_session.py --seconds 20 --rates 10 20
     .venv/bin/python tools/bench_session.py --agents 2 --modes session-per_agent --seconds 5
     .venv/bin/python tools/bench_session.py --agents 1 --rates 10 --floor-beside
+    .venv/bin/python tools/bench_session.py --agents 1 2 4 --rates 1 \
+        --modes session-in_process session-per_agent       # the agent-count table
+
+After the runs it prints a Markdown table of each mode and rate by agent count: the CPU and
+RSS of the bridge's processes together, and each added agent's CPU against the first's.
 
 Results: one JSON line per run on stdout and in ``--output`` (default
 /tmp/bench_session.json); docs/benchmarks.md has the table of the last full run ("Sensor
@@ -69,7 +75,8 @@ from benchmark import stamp_key  # noqa: E402
 
 from acres_bridge.nodes import dds  # noqa: E402, I100  (no rclpy in the harness)
 
-AGENTS = ('polaris', 'maxxum')
+# The agents in the order the emulator names them: a vehicle's second instance is <vehicle>_1.
+AGENTS = ('polaris', 'maxxum', 'polaris_1', 'maxxum_1')
 MODES = ('session-in_process', 'session-per_agent', 'sensor_bridge')
 PHYSICS_HZ = 120
 START_TIMEOUT_S = 90.0
@@ -86,6 +93,18 @@ GROUP_HZ = {'clock': 120, 'ins': 100, 'lidar': 10, 'camera': 10}   # both vehicl
 # What the floor beside publishes (tools/benchmark.py --beside), by its frame types.
 BESIDE_FRAME_TOPICS = {2: FRAME_TOPICS[2], 3: FRAME_TOPICS[3]}
 BENCHMARK = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'benchmark.py')
+
+
+def agent_names(count: int, vehicle: str | None = None) -> tuple[str, ...]:
+    """Return the names of ``count`` agents: AGENTS, or instances of one ``vehicle``."""
+    if vehicle is None:
+        return AGENTS[:count]
+    return tuple(vehicle if index == 0 else f'{vehicle}_{index}' for index in range(count))
+
+
+def vehicle_of(agent: str) -> str:
+    """Return the vehicle of an agent name of AGENTS (``polaris_1`` -> ``polaris``)."""
+    return agent.split('_')[0]
 
 
 def topic_of(agent: str, topic: str) -> str:
@@ -111,8 +130,11 @@ def expected_topics(agents: Sequence[str], beside: bool = False) -> dict[str, st
 def role_emulator(args: argparse.Namespace) -> int:
     """Run the emulator paused; record (agent, type, stamp key, time) of each frame queued."""
     from acres_bridge.emulator.server import Emulator
-    emulator = Emulator(tuple(args.agents), lockstep=True, rate=args.rate,
-                        render_every=args.render_every, drive='loop').start()
+    emulator = Emulator(tuple(vehicle_of(agent) for agent in args.agents), lockstep=True,
+                        rate=args.rate, render_every=args.render_every, drive='loop').start()
+    named = [agent.name for agent in emulator.world.agents]
+    if named != list(args.agents):
+        raise SystemExit(f'the emulator named its agents {named}, not {args.agents}')
     records: list[tuple[str, int, int, float]] = []
     lock = threading.Lock()
     for agent, stream in zip(args.agents, emulator.streams):
@@ -547,8 +569,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)    # the harness ends them with 'stop'
         return role_emulator(args) if argv[0] == '_emulator' else role_subscriber(args)
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--agents', type=int, nargs='+', default=[1, 2], choices=(1, 2),
-                        help='agent counts to run: 1 (Polaris), 2 (Polaris + Maxxum)')
+    parser.add_argument('--agents', type=int, nargs='+', default=[1, 2], choices=(1, 2, 3, 4),
+                        help='agent counts to run: 1 (Polaris), 2 (Polaris + Maxxum), 3 and '
+                             '4 (a second Polaris, then a second Maxxum)')
+    parser.add_argument('--vehicle', choices=('polaris', 'maxxum'),
+                        help='every agent this vehicle (polaris, polaris_1, ...), so that each '
+                             'added agent is the same work as the first; default: Polaris, '
+                             'Maxxum, then a second of each')
     parser.add_argument('--modes', nargs='+', choices=MODES, default=list(MODES))
     parser.add_argument('--rates', type=float, nargs='+', default=[10.0, 20.0])
     parser.add_argument('--seconds', type=float, default=20.0)
@@ -567,7 +594,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for count in args.agents:
         for rate in args.rates:
             for mode in args.modes:
-                result = run_once(mode, AGENTS[:count], rate, seconds=args.seconds,
+                result = run_once(mode, agent_names(count, args.vehicle), rate,
+                                  seconds=args.seconds,
                                   domain_id=args.domain_id, work_dir=work_dir,
                                   render_every=args.render_every,
                                   floor_beside=args.floor_beside)
@@ -575,7 +603,47 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(result), flush=True)
                 with open(args.output, 'w', encoding='utf-8') as stream:
                     json.dump(results, stream, indent=1)
+    print(agent_table(results), flush=True)
     return 0
+
+
+def bridge_usage(result: dict[str, Any]) -> tuple[float, float]:
+    """Return the CPU (cores) and RSS (MB) of a run's bridge processes, children included."""
+    bridge = [figures for name, figures in result['cpu'].items() if name.startswith('bridge')]
+    return (sum(figures['cpu_core'] for figures in bridge),
+            sum(figures['rss_mb'] for figures in bridge))
+
+
+def agent_table(results: Sequence[dict[str, Any]]) -> str:
+    """
+    Return the agent-count table: per mode and rate, the bridge's CPU and RSS by agent count.
+
+    The first agent's CPU is the run with the fewest agents (per agent, where that run has
+    several); an added agent's is the difference to the next smaller run, per agent added.
+    """
+    lines = ['| mode | rate | agents | bridge CPU, cores | bridge RSS, MB | processes | '
+             'CPU per added agent, cores | added / first |', '|---|---|---|---|---|---|---|---|']
+    series: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for result in results:
+        series.setdefault((result['mode'], result['rate']), []).append(result)
+    for (mode, rate), runs in series.items():
+        runs = sorted(runs, key=lambda run: len(run['agents']))
+        first = previous = None
+        for run in runs:
+            count = len(run['agents'])
+            cpu, rss = bridge_usage(run)
+            processes = sum(1 for name in run['cpu'] if name.startswith('bridge'))
+            added = ratio = ''
+            if previous is None:
+                first = cpu / count
+            else:
+                per_agent = (cpu - previous[1]) / (count - previous[0])
+                added = f'{per_agent:.3f}'
+                ratio = f'{per_agent / first:.2f}' if first else ''
+            lines.append(f'| {mode} | {rate:g}x | {count} | {cpu:.3f} | {rss:.0f} | '
+                         f'{processes} | {added} | {ratio} |')
+            previous = (count, cpu)
+    return '\n'.join(lines)
 
 
 if __name__ == '__main__':
