@@ -98,7 +98,6 @@ def two_hosts() -> Iterator[object]:
     reason = hosts.unavailable()
     if reason:
         pytest.skip(f'two hosts need network namespaces: {reason}')
-    hosts.remove_stale()
     made = []
 
     def make(mtu: int | None = None, env: dict[str, str] | None = None) -> hosts.TwoHosts:
@@ -106,10 +105,12 @@ def two_hosts() -> Iterator[object]:
         made.append(pair)
         return pair
 
-    try:
-        yield make
-    finally:
-        for pair in made:
-            pair.remove()
-        left = hosts.leftovers()
-        assert not left, f'namespaces or links of this run left behind: {left}'
+    with hosts.one_pair_at_a_time():
+        hosts.remove_stale()
+        try:
+            yield make
+        finally:
+            for pair in made:
+                pair.remove()
+            left = hosts.leftovers()
+            assert not left, f'namespaces or links of this run left behind: {left}'
