@@ -131,6 +131,31 @@ def test_the_first_signal_asks_for_the_stop_and_a_second_sigterm_ends_at_once():
     assert ended.stdout.splitlines() == ['stop requested: True', 'a second SIGINT is ignored']
 
 
+def test_once_the_stop_began_sigterm_is_left_to_the_kernel():
+    """
+    However the stop began, a later SIGTERM must end the process even in native code.
+
+    A sensor child stops when its parent's channel closes, without a signal. A Python handler
+    runs only when the main thread returns to the interpreter: a teardown that hangs inside
+    Fast DDS never does, and the parent's SIGTERM then did nothing (Jazzy, CI of 2026-12-05:
+    SIGKILL 5 s later). With the kernel's default, SIGTERM ends it wherever it is.
+    """
+    script = textwrap.dedent('''
+        import signal
+        from acres_bridge.nodes.process import StopRequest
+        stop = StopRequest()
+        stop.install()
+        print('running:', signal.getsignal(signal.SIGTERM) == stop._on_signal, flush=True)
+        stop.stopping()     # the channel closed: no signal began this stop
+        print('stopping:', signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+              signal.getsignal(signal.SIGINT) is signal.SIG_IGN, flush=True)
+    ''')
+    ended = subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
+                           timeout=WAIT_S)
+    assert ended.returncode == 0, ended.stderr
+    assert ended.stdout.splitlines() == ['running: True', 'stopping: True True']
+
+
 def test_the_nodes_are_destroyed_only_after_the_callbacks_in_flight_returned():
     """
     A callback still at work on a thread of a MultiThreadedExecutor when the stop comes.

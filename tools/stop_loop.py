@@ -34,6 +34,7 @@ for path in (ROOT, ROOT / 'test'):
 
 # conftest keeps discovery local and claims this run's ROS_DOMAIN_ID, as for the suite.
 import conftest  # noqa: E402, F401, I100
+from support.environment import ros_distro  # noqa: E402
 from support.launch_stops import CASES  # noqa: E402
 from support.launch_stops import stop_once  # noqa: E402
 from support.launch_stops import StopOutcome  # noqa: E402
@@ -80,7 +81,7 @@ def main() -> int:
     import rclpy
     context = rclpy.Context()
     rclpy.init(context=context)
-    distro = conftest.ros_distro()
+    distro = ros_distro()
     profiles = [f'{name}={os.environ[name]}' for name in PROFILE_VARIABLES if name in os.environ]
     print(f'{distro}, ROS_DOMAIN_ID {os.environ["ROS_DOMAIN_ID"]}, Fast DDS '
           f'{", ".join(profiles) or "stock (no profile)"}', flush=True)

@@ -5,7 +5,6 @@
 
 from collections.abc import Callable
 import concurrent.futures
-import os
 import signal
 import sys
 import threading
@@ -76,7 +75,7 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
         if rclpy.ok():
             raise
     finally:
-        stop.requested = True
+        stop.stopping()
         _finish_callbacks(executor)
         executor.shutdown()
         if destroy is not None:
@@ -92,9 +91,12 @@ class StopRequest:
     The first SIGINT or SIGTERM asks for the stop. Later SIGINTs are ignored: Ctrl-C under
     ``ros2 launch`` brings the terminal's and then launch's own. They are ignored by the
     kernel (``SIG_IGN``), because Python puts its own handlers back to the default when the
-    interpreter finalises, and a SIGINT there would end the process with -2. A later SIGTERM
-    ends the process at once, as SIGTERM does by default: a shutdown that hangs can still be
-    ended (launch sends SIGTERM when its SIGINT was not enough).
+    interpreter finalises, and a SIGINT there would end the process with -2. Once the stop
+    has begun, however it began (a signal, or a sensor child's channel closing), SIGTERM is
+    the kernel's default again: a later SIGTERM ends the process at once, even while the main
+    thread is inside native code that never returns to Python (a Fast DDS teardown that
+    hangs), where a Python handler would never run. launch, and a session ending its sensor
+    processes, send SIGTERM when SIGINT or the channel's end was not enough.
     """
 
     def __init__(self) -> None:
@@ -106,13 +108,15 @@ class StopRequest:
             signal.signal(signal.SIGINT, self._on_signal)
             signal.signal(signal.SIGTERM, self._on_signal)
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        if not self.requested:
-            self.requested = True
+    def stopping(self) -> None:
+        """Mark the stop as begun: later SIGINTs are ignored, a SIGTERM ends the process."""
+        self.requested = True
+        if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        elif signum == signal.SIGTERM:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping()
 
 
 def _finish_callbacks(executor: Executor) -> None:
