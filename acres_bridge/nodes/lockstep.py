@@ -356,14 +356,17 @@ class Lockstep:
         Whatever the job raises fails ``result`` and is logged. Left to the pool, it would
         stay in the pool's own future, unseen, and ``result`` would never be settled: a step
         that never answers and says nothing. A pool that is shut down (the session is going)
-        fails ``result`` at once.
+        fails ``result`` at once. Once the context is shut down (Ctrl-C with a step in
+        flight: "publisher's context is invalid") the failure is the stop's, not news: the
+        step still fails, without a log line.
         """
         def run() -> None:
             try:
                 job()
             except Exception as exc:  # noqa: B902 - every step answers, whatever went wrong
-                self.node.get_logger().error(
-                    f'lockstep: {exc!r} in a delivery wait:\n{traceback.format_exc()}')
+                if self.node.context.ok():
+                    self.node.get_logger().error(
+                        f'lockstep: {exc!r} in a delivery wait:\n{traceback.format_exc()}')
                 settle(result, error=exc)
         try:
             self._pool.submit(run)
