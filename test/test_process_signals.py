@@ -200,3 +200,57 @@ def test_the_nodes_are_destroyed_only_after_the_callbacks_in_flight_returned():
     assert ended.stdout.splitlines()[-1] == 'callback running at destroy: [False] exit 0', (
         ended.stdout + ended.stderr)
     assert 'never retrieved' not in ended.stderr, ended.stderr
+
+
+# The executors of the executables: sensor_bridge and the sensor children, acres_bridge, the
+# foxglove_view (the EventsExecutor, Jazzy and later).
+EXECUTORS = {
+    'single': 'from rclpy.executors import SingleThreadedExecutor as Chosen',
+    'multi': 'from rclpy.executors import MultiThreadedExecutor as Chosen',
+    'events': 'from rclpy.experimental import EventsExecutor as Chosen',
+}
+
+
+@pytest.mark.parametrize('executor', sorted(EXECUTORS))
+def test_a_signal_ends_the_executors_wait_at_once(executor):
+    """
+    A SIGINT while the executor waits in rcl, with nothing to do for an hour.
+
+    Python runs a signal handler only in Python code; the signal must wake the executor, or
+    the stop waits for the spin period (here an hour, so the test fails at its time-out).
+    """
+    script = textwrap.dedent('''
+        from rclpy.node import Node
+        from acres_bridge.nodes import process
+        process.SPIN_PERIOD_S = 3600.0
+
+        def build(executor):
+            node = Node('waiting')
+            timer = None
+
+            def spinning():
+                timer.cancel()
+                print('SPINNING', flush=True)
+            timer = node.create_timer(0.01, spinning)
+            executor.add_node(node)
+            return node.destroy_node
+
+        code = process.run_until_shutdown('waiting', Chosen, build, ['waiting'])
+        print('exit', code, flush=True)
+    ''')
+    if executor == 'events':
+        pytest.importorskip('rclpy.experimental', reason='Humble has no EventsExecutor')
+    script = EXECUTORS[executor] + script
+    child = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert child.stdout.readline().strip() == 'SPINNING', child.stderr.read()
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=WAIT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 0, stderr
+    assert stdout.splitlines() == ['exit 0'], stdout + stderr
+    assert 'Traceback' not in stderr, stderr

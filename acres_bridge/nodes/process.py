@@ -5,6 +5,7 @@
 
 from collections.abc import Callable
 import concurrent.futures
+import os
 import signal
 import sys
 import threading
@@ -18,9 +19,13 @@ from rclpy.signals import SignalHandlerOptions
 from acres_bridge.nodes import dds
 from acres_bridge.nodes.parameters import ParameterError
 
-# How long the executor waits for work before the main thread looks at the stop request again:
-# the longest a Ctrl-C waits before the shutdown starts.
-SPIN_PERIOD_S = 0.1
+# How long the executor waits for work before the main thread looks at the stop request again.
+# A signal wakes the executor at once (StopRequest), and so does a context shut down by another
+# thread (a sensor child's channel closing), so this bounds only a stop that neither brought.
+# Each wake of a SingleThreadedExecutor rebuilds its wait set in Python, about 1 ms with a
+# node's parameter services: at 0.1 s that was 10 ms of CPU a second in an idle process, a
+# tenth of what a Polaris costs at real time (docs/benchmarks.md, "Throughput per core").
+SPIN_PERIOD_S = 2.0
 
 
 def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
@@ -50,8 +55,9 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     configuration = dds.configure()
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = StopRequest()
-    stop.install()
     executor = executor_type()
+    # A task, not executor.wake(): a wake alone only makes rclpy wait again.
+    stop.install(wake=lambda: executor.create_task(_nothing))
     destroy = None
     try:
         try:
@@ -76,6 +82,7 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
             raise
     finally:
         stop.stopping()
+        stop.uninstall()
         _finish_callbacks(executor)
         executor.shutdown()
         if destroy is not None:
@@ -97,16 +104,44 @@ class StopRequest:
     thread is inside native code that never returns to Python (a Fast DDS teardown that
     hangs), where a Python handler would never run. launch, and a session ending its sensor
     processes, send SIGTERM when SIGINT or the channel's end was not enough.
+
+    Python runs a handler only once the main thread is back in Python code, not while it
+    waits in rcl. With ``wake`` (which gives the executor a task), a thread ``signal-wake``
+    reads each signal's byte from Python's wakeup file descriptor and calls it: ``spin_once``
+    returns, the handler runs and the main loop sees the request, however long its period.
     """
 
     def __init__(self) -> None:
         self.requested = False
+        self._write_fd: int | None = None
+        self._previous_fd = -1
+        self._thread: threading.Thread | None = None
 
-    def install(self) -> None:
-        """Take SIGINT and SIGTERM (only the main thread can)."""
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, self._on_signal)
-            signal.signal(signal.SIGTERM, self._on_signal)
+    def install(self, wake: Callable[[], None] | None = None) -> None:
+        """Take SIGINT and SIGTERM (only the main thread can); call ``wake`` on each signal."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        if wake is not None and self._write_fd is None:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)
+            self._previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+            self._write_fd = write_fd
+            self._thread = threading.Thread(target=_wake_on_signal, args=(read_fd, wake),
+                                            name='signal-wake', daemon=True)
+            self._thread.start()
+
+    def uninstall(self, timeout_s: float = 5.0) -> None:
+        """Stop waking the executor (the handlers stay): call before the executor goes."""
+        if self._write_fd is None or threading.current_thread() is not threading.main_thread():
+            return
+        signal.set_wakeup_fd(self._previous_fd)
+        os.close(self._write_fd)    # the signal-wake thread reads to the end and closes its side
+        self._write_fd = None
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
 
     def stopping(self) -> None:
         """Mark the stop as begun: later SIGINTs are ignored, a SIGTERM ends the process."""
@@ -117,6 +152,19 @@ class StopRequest:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stopping()
+
+
+def _nothing() -> None:
+    """Do nothing: the task that makes ``spin_once`` return."""
+
+
+def _wake_on_signal(read_fd: int, wake: Callable[[], None]) -> None:
+    """Call ``wake`` for each signal byte written to the pipe, until its writer is closed."""
+    try:
+        while os.read(read_fd, 64):
+            wake()
+    finally:
+        os.close(read_fd)
 
 
 def _finish_callbacks(executor: Executor) -> None:
