@@ -52,6 +52,24 @@ def test_cdr_stamp_key_reads_the_header_stamp_of_a_serialised_message():
         12.341666667)
 
 
+def test_frames_the_simulators_queue_dropped_are_lost_on_every_topic_of_their_type():
+    """A cloud the emulator never sent (its queue over 96 MiB) is a cloud the bridge lost."""
+    benchmark = _benchmark_module()
+    topics = {
+        'lidar/points': {'sent': 90, 'delivered': 90, 'lost': 0, 'loss_pct': 0.0},
+        'camera/image_raw': {'sent': 100, 'delivered': 99, 'lost': 1, 'loss_pct': 1.0},
+        'camera/camera_info': {'sent': 100, 'delivered': 100, 'lost': 0, 'loss_pct': 0.0},
+        '/clock': {'sent': 1200, 'delivered': 1200, 'lost': 0, 'loss_pct': 0.0},
+    }
+    benchmark._add_queue_drops(topics, {'4': 10, '5': 3, '2': 0})
+    assert topics['lidar/points'] == {'sent': 100, 'delivered': 90, 'lost': 10,
+                                      'loss_pct': 10.0, 'dropped_at_source': 10}
+    assert topics['camera/image_raw'] == {'sent': 103, 'delivered': 99, 'lost': 4,
+                                          'loss_pct': 3.883, 'dropped_at_source': 3}
+    assert topics['camera/camera_info']['lost'] == 3
+    assert 'dropped_at_source' not in topics['/clock'] and topics['/clock']['lost'] == 0
+
+
 def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_nothing(report):
     benchmark, result, _ = report
     runs = {(run['mode'], run['drive']): run for run in result['runs']}

@@ -266,18 +266,38 @@ def role_emulator(args: argparse.Namespace) -> int:
                         render_every=args.render_every).start()
     commands = Commands()
     say(f'READY control={emulator.control_port} sensor={emulator.sensor_ports[0]}')
+    drops_at_reset = _queue_drops(emulator)
     while (command := commands.get()) != 'stop':
         if command == 'drain':
             drained = all(stream.wait_drained(DRAIN_TIMEOUT_S) for stream in emulator.streams)
             say(f'DRAINED {drained}')
         elif command == 'reset':
             records.clear()
+            drops_at_reset = _queue_drops(emulator)
             say('RESET')
+    drops = {frame_type: count - drops_at_reset.get(frame_type, 0)
+             for frame_type, count in _queue_drops(emulator).items()}
     emulator.stop()
     with open(args.record, 'w', encoding='utf-8') as stream:
         json.dump(records, stream)
+    with open(queue_drops_path(args.record), 'w', encoding='utf-8') as stream:
+        json.dump(drops, stream)
     say(f'DONE frames={len(records)}')
     return 0
+
+
+def _queue_drops(emulator: Any) -> dict[int, int]:
+    """Return the frames each type lost at the simulator's queue (over 96 MiB), all streams."""
+    drops: dict[int, int] = {}
+    for stream in emulator.streams:
+        for frame_type, counters in stream.counters.items():
+            drops[int(frame_type)] = drops.get(int(frame_type), 0) + counters.drops
+    return drops
+
+
+def queue_drops_path(record: str) -> str:
+    """Return where the emulator role writes the frames its queue dropped beside ``record``."""
+    return record + '.queue-drops.json'
 
 
 # --- child: the floor publisher -------------------------------------------------------------
@@ -1034,6 +1054,9 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         sub = json.load(stream)
     received, beside_received = split_beside(sub['received'])
     result = _figures(sent, received)
+    if os.path.exists(queue_drops_path(pub_record)):
+        with open(queue_drops_path(pub_record), encoding='utf-8') as stream:
+            _add_queue_drops(result['topics'], json.load(stream))
     if beside:
         with open(beside_record, encoding='utf-8') as stream:
             beside_sent = json.load(stream)
@@ -1135,6 +1158,24 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]],
             'latency_max_ms': _round(latencies[-1] if latencies else None),
             'take_latency_p50_ms': _round(_percentile(take_latencies, 0.5))}
     return {'topics': topics}
+
+
+def _add_queue_drops(topics: dict[str, Any], drops: dict[str, int]) -> None:
+    """
+    Count the frames the simulator's queue dropped as lost on their topics.
+
+    A frame that would take the simulator's queue over 96 MiB is never sent (the bridge did
+    not read fast enough): no publish time is recorded for it, so it is in neither ``sent`` nor
+    ``delivered`` until added here. ``dropped_at_source`` says how many of ``lost`` it was.
+    """
+    counts = {int(frame_type): count for frame_type, count in drops.items() if count}
+    for label, figures in topics.items():
+        count = counts.get(TOPIC_FRAME[label_topic(label)], 0)
+        if count:
+            figures['dropped_at_source'] = count
+            figures['sent'] += count
+            figures['lost'] += count
+            figures['loss_pct'] = round(100.0 * figures['lost'] / figures['sent'], 3)
 
 
 def _label_order(label: str) -> tuple[int, int]:
@@ -1404,7 +1445,9 @@ def _summary_line(result: dict[str, Any]) -> str:
         shown.append('step_barrier')
     for topic in shown:
         t = result['topics'][topic]
-        parts.append(f"{topic.split('/')[-1]} {t['delivered']}/{t['sent']} "
+        at_source = (f" ({t['dropped_at_source']} dropped by the simulator's queue)"
+                     if t.get('dropped_at_source') else '')
+        parts.append(f"{topic.split('/')[-1]} {t['delivered']}/{t['sent']}{at_source} "
                      f"p50 {t['latency_p50_ms']} ms")
     parts.append(f"cpu {result['cpu_core_fraction']} core, "
                  f"{result.get('cpu_us_per_message')} us/message, "
