@@ -27,6 +27,19 @@ def test_the_floor_beside_is_matched_by_stamp_per_topic(bench_session):
     assert set(figures) == {'floor/clock', 'floor/ins'}
 
 
+def test_an_agents_message_whose_stamp_rounds_a_microsecond_off_is_delivered(bench_session):
+    """Every 12.8 s of simulated time a /clock stamp rounds the other way in the subscriber."""
+    # The emulator's records: (agent, frame type, stamp key, time queued).
+    sent = [['polaris', 2, 54316669, 1.0], ['polaris', 2, 54325002, 1.1],
+            ['polaris', 4, 54316669, 1.0]]
+    received = {'/clock': [[54316670, 1.002], [54325002, 1.103]],
+                '/polaris/lidar/points': [[54316669, 1.004]]}
+    figures = bench_session.figures(['polaris'], sent, received)
+    assert figures['clock']['sent'] == 2 and figures['clock']['lost'] == 0
+    assert figures['clock']['p50_ms'] == 2.5
+    assert figures['polaris/lidar']['lost'] == 0 and figures['polaris/ins']['lost'] == 0
+
+
 def test_cpu_per_message_counts_the_bridge_processes_and_the_large_payloads(bench_session):
     result = {'clock': {'sent': 1200}, 'polaris/ins': {'sent': 4000},
               'polaris/lidar': {'sent': 100}, 'polaris/camera': {'sent': 200},
