@@ -120,6 +120,36 @@ def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(sessio
         f'127.0.0.1:{port}' for port in emulator.sensor_ports]
 
 
+def test_a_cloud_goes_out_while_the_image_that_came_with_it_is_still_in_rmw(
+        session, monkeypatch):
+    """
+    A step's camera and LiDAR frames arrive back to back; each type has a sensor-tx thread.
+
+    With one thread for both, the cloud waited for the image's publication (0.5 ms at 10x, the
+    cloud's median hand-off was 0.6-0.7 ms). Here every image publication is held until the
+    clouds are out: with one thread they never would be.
+    """
+    from acres_bridge.nodes import outbox
+    emulator, node, bridges, taps, recorder, spinning = session
+    images = {id(bridge.publishers[f'{bridge.name}/camera/image_raw']) for bridge in bridges}
+    release = threading.Event()
+    publish = outbox.publish_serialised
+
+    def held_for_images(publisher, data) -> None:
+        if id(publisher) in images:
+            release.wait(30.0)
+        publish(publisher, data)
+
+    monkeypatch.setattr(outbox, 'publish_serialised', held_for_images)
+    try:
+        assert JsonChannel(emulator.control_port).call('step', steps=12)['result'] == 1
+        recorder.wait_counts({f'/{agent}/lidar/points': 1 for agent in AGENTS})
+        assert [recorder.count(f'/{agent}/camera/image_raw') for agent in AGENTS] == [0, 0]
+    finally:
+        release.set()
+    recorder.wait_counts(_counts(1))
+
+
 def _lockstep(node, bridges, barrier_timeout_s: float = 30.0) -> tuple[Lockstep, list]:
     lockstep = Lockstep(node, barrier_timeout_s=barrier_timeout_s, ack_timeout_s=10.0)
     streams = [lockstep.stream(bridge.name, bridge.topic_namespace, bridge.barriers,

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-A stream's clouds and images, published in order on a thread of their own.
+A stream's clouds (or its images), published in order on a thread of their own.
 
 A cloud takes rmw about 0.4 ms to send to a subscriber; on the stream's reader thread that is
 0.4 ms in which the clock and INS frames behind it wait in the socket. :class:`Outbox` takes
 the serialised message from the reader and publishes it on ``sensor-tx:<name>`` with
-``publish_serialised`` (no copy, the GIL released), while the reader goes on. Lockstep's
-barrier waits for :meth:`Outbox.drain`, so a step's barrier never overtakes its clouds.
+``publish_serialised`` (no copy, the GIL released), while the reader goes on. A sensor bridge
+has one outbox per type, so that a cloud never waits for the image that arrived with it.
+Lockstep's barrier waits for :meth:`Outbox.drain` of each, so a step's barrier never overtakes
+its clouds and images.
 """
 
 from collections import deque

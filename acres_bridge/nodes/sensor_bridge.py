@@ -6,9 +6,10 @@ One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the part
 
 * :class:`SensorBridge` attaches one stream to a given node under a namespace relative to the
   node's (``polaris`` -> ``polaris/lidar/points``). Its reader thread ``sensor-rx:<name>``
-  decodes, converts and publishes each frame, but hands clouds and images to its
-  ``sensor-tx:<name>`` thread (nodes/outbox.py), so that the clock and INS frames behind them
-  need not wait for their 0.4 ms in rmw; neither thread creates or destroys an entity. Its
+  decodes, converts and publishes each frame, but hands clouds and images to a
+  ``sensor-tx:<name>/lidar`` and a ``sensor-tx:<name>/camera`` thread (nodes/outbox.py), so
+  that the clock and INS frames behind them need not wait for their 0.4 ms in rmw, and a cloud
+  need not wait for the image that arrived with it; no thread creates or destroys an entity. Its
   ``barriers`` (lockstep's :class:`BarrierTracker`) tell when the barrier of a step is out,
   which is after the step's clouds and images.
 * What the bridges on one node share (``/tf``, ``/tf_static``, ``/diagnostics``) is
@@ -28,6 +29,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 import dataclasses
 import sys
+import time
 from typing import Any
 
 from acres_interfaces.msg import StepBarrier
@@ -100,6 +102,8 @@ SMALL_DEPTH = 200
 LARGE_DEPTH = 10
 # Cloud and image buffers per type: one being published while the reader fills the next.
 LARGE_SLOTS = 2
+# The frame types whose messages the reader hands to a sensor-tx thread, one thread each.
+LARGE_KINDS = ('lidar', 'camera')
 # How long the reader waits for the sensor-tx thread (a free buffer, room in its queue, or
 # the clouds and images before a barrier) before it goes on without.
 OUTBOX_WAIT_S = 1.0
@@ -192,7 +196,10 @@ class SensorBridge:
         self._pool = MessagePool(parameters.point_fields, slots=LARGE_SLOTS,
                                  wait_s=OUTBOX_WAIT_S)
         self._configure_pool()
-        self._outbox = Outbox(self.name, on_error=self._send_failed)
+        # One outbox per type: a step's cloud and image arrive together, and one thread would
+        # publish the second only once the first is out.
+        self._outboxes = {kind: Outbox(f'{self.name}/{kind}', on_error=self._send_failed)
+                          for kind in LARGE_KINDS}
         self._client = SensorStreamClient(
             parameters.address, parameters.port, name=self.name, on_frame=self._handle_frame,
             payload_target=self._pool.payload_target,
@@ -210,13 +217,15 @@ class SensorBridge:
 
     def start(self) -> None:
         """Start the reader thread: it connects, and reconnects every ``reconnect_s``."""
-        self._outbox.start()
+        for outbox in self._outboxes.values():
+            outbox.start()
         self._client.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the reader thread, then the sensor-tx thread; nothing is published afterwards."""
+        """Stop the reader thread, then the sensor-tx threads; nothing is published afterwards."""
         self._client.stop(timeout_s)
-        self._outbox.stop(timeout_s)
+        for outbox in self._outboxes.values():
+            outbox.stop(timeout_s)
 
     def destroy(self) -> None:
         """Stop and join the reader, then destroy this bridge's publishers."""
@@ -266,9 +275,10 @@ class SensorBridge:
         """
         stats = self._client.stats
         published, dropped = dict(self._published), dict(self._dropped)
-        for kind, failed in dict(self._outbox.failed).items():
-            published[kind] -= failed
-            dropped[kind] += failed
+        for outbox in self._outboxes.values():
+            for kind, failed in dict(outbox.failed).items():
+                published[kind] -= failed
+                dropped[kind] += failed
         for kind, figures in stats['by_type'].items():
             figures['published'] = published.get(kind, 0)
             figures['dropped'] = dropped.get(kind, 0)
@@ -367,8 +377,8 @@ class SensorBridge:
         self._send('lidar', self._cloud, self._pool.cloud(frame))
 
     def _send(self, kind: str, publisher: Publisher, message: PooledMessage) -> None:
-        """Hand a serialised cloud or image to the sensor-tx thread."""
-        if not self._outbox.put(kind, publisher, message, OUTBOX_WAIT_S):
+        """Hand a serialised cloud or image to the sensor-tx thread of its type."""
+        if not self._outboxes[kind].put(kind, publisher, message, OUTBOX_WAIT_S):
             raise TimeoutError(f'the sensor-tx thread took no message for {OUTBOX_WAIT_S:g} s')
 
     def _send_failed(self, kind: str, exc: Exception) -> None:
@@ -398,12 +408,16 @@ class SensorBridge:
                 stamp_s=frame.header.stamp_s))
 
     def _publish_barrier(self, frame: BarrierFrame) -> None:
-        if not self._outbox.drain(OUTBOX_WAIT_S):
+        deadline = time.monotonic() + OUTBOX_WAIT_S
+        drained = [outbox.drain(max(0.0, deadline - time.monotonic()))
+                   for outbox in self._outboxes.values()]
+        if not all(drained):
             held = self._send_log.ready()
             if held is not None:
+                waiting = sum(outbox.waiting for outbox in self._outboxes.values())
                 self._logger.warning(
                     f'sensor stream {self.name}: barrier of step {frame.step} published while '
-                    f'{self._outbox.waiting} clouds and images before it were still not out '
+                    f'{waiting} clouds and images before it were still not out '
                     f'after {OUTBOX_WAIT_S:g} s' + held_text(held))
         stamp_s = frame.header.stamp_s
         self._step_barrier.publish(StepBarrier(header=Header(stamp=stamp_to_time(stamp_s)),
