@@ -134,12 +134,16 @@ class Barriers:
 
 @pytest.fixture
 def hooked(control_proxy):
-    """Give a graph whose node has a Barriers hook, and the hook."""
+    """
+    Give a connected graph whose node has a Barriers hook, and the hook.
+
+    Connected: a step asked before the control channel is up is answered at once with the
+    channel's error (test_bridge_control_faults.py), and never reaches the hook.
+    """
     barriers = Barriers()
-    graph = ControlGraph(control_proxy.port, barrier_hook=barriers)
-    barriers.node = graph.node
-    yield graph, barriers
-    graph.close()
+    with connected_graph(control_proxy.port, barrier_hook=barriers) as graph:
+        barriers.node = graph.node
+        yield graph, barriers
 
 
 def test_step_simulation_answers_only_after_the_barrier_hook(hooked, emulator):
