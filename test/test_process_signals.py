@@ -202,6 +202,21 @@ def test_the_nodes_are_destroyed_only_after_the_callbacks_in_flight_returned():
     assert 'never retrieved' not in ended.stderr, ended.stderr
 
 
+def _interrupt_when_spinning(script: str) -> tuple[int, str, str]:
+    """Run a script, SIGINT it once it prints SPINNING; its exit code, stdout and stderr."""
+    child = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert child.stdout.readline().strip() == 'SPINNING', child.stderr.read()
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=WAIT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return child.returncode, stdout, stderr
+
+
 # The executors of the executables: sensor_bridge and the sensor children, acres_bridge, the
 # foxglove_view (the EventsExecutor, Jazzy and later).
 EXECUTORS = {
@@ -240,17 +255,39 @@ def test_a_signal_ends_the_executors_wait_at_once(executor):
     ''')
     if executor == 'events':
         pytest.importorskip('rclpy.experimental', reason='Humble has no EventsExecutor')
-    script = EXECUTORS[executor] + script
-    child = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-    try:
-        assert child.stdout.readline().strip() == 'SPINNING', child.stderr.read()
-        child.send_signal(signal.SIGINT)
-        stdout, stderr = child.communicate(timeout=WAIT_S)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == 0, stderr
+    returncode, stdout, stderr = _interrupt_when_spinning(EXECUTORS[executor] + script)
+    assert returncode == 0, stderr
     assert stdout.splitlines() == ['exit 0'], stdout + stderr
     assert 'Traceback' not in stderr, stderr
+
+
+def test_a_stop_that_hangs_writes_where_each_thread_is():
+    """A stop still going after ``report_stop_after_s`` names where it hangs, on stderr."""
+    script = textwrap.dedent('''
+        import threading
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.node import Node
+        from acres_bridge.nodes import process
+
+        def build(executor):
+            node = Node('hanging')
+            timer = None
+
+            def spinning():
+                timer.cancel()
+                print('SPINNING', flush=True)
+            timer = node.create_timer(0.01, spinning)
+            executor.add_node(node)
+
+            def destroy_slowly():
+                threading.Event().wait(3.0)     # the stop that hangs
+                node.destroy_node()
+            return destroy_slowly
+
+        code = process.run_until_shutdown('hanging', SingleThreadedExecutor, build, ['hanging'],
+                                          report_stop_after_s=0.5)
+        print('exit', code, flush=True)
+    ''')
+    _, stdout, stderr = _interrupt_when_spinning(script)
+    assert stdout.splitlines() == ['exit 0'], stdout + stderr
+    assert 'most recent call first' in stderr and 'destroy_slowly' in stderr, stderr

@@ -5,6 +5,7 @@
 
 from collections.abc import Callable
 import concurrent.futures
+import faulthandler
 import os
 import signal
 import sys
@@ -30,7 +31,8 @@ SPIN_PERIOD_S = 2.0
 
 def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
                        build: Callable[[Executor], Callable[[], None]],
-                       args: list[str] | None = None) -> int:
+                       args: list[str] | None = None, *,
+                       report_stop_after_s: float | None = None) -> int:
     """
     Initialise rclpy, build the nodes on an executor and spin until Ctrl-C, SIGTERM or shutdown.
 
@@ -50,6 +52,8 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     :param executor_type: makes the executor (after ``rclpy.init``).
     :param build: adds the nodes to the executor and returns what destroys them.
     :param args: command-line arguments for ``rclpy.init`` (default: ``sys.argv``).
+    :param report_stop_after_s: a stop still going after this long (the process not ended)
+        writes every thread's Python stack to stderr, once: where a stop hangs.
     :return: 0, or 2 with one line on stderr for a parameter the nodes cannot run with.
     """
     configuration = dds.configure()
@@ -82,6 +86,9 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
             raise
     finally:
         stop.stopping()
+        if report_stop_after_s is not None:
+            # Not cancelled: the interpreter's own end (Fast DDS's destructors) is in the stop.
+            faulthandler.dump_traceback_later(report_stop_after_s)
         stop.uninstall()
         _finish_callbacks(executor)
         executor.shutdown()

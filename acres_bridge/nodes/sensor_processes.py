@@ -503,8 +503,11 @@ def child_main(argv: list[str] | None = None) -> int:
             node.destroy_node()
         return destroy
 
+    # The parent sends SIGTERM STOP_TIMEOUT_S after it closed the channel: a stop that hangs
+    # (seen on Jazzy, rarely, right after start) says where before that.
     return run_until_shutdown(f'sensor_bridge {args.name}', SingleThreadedExecutor, build,
-                              [MODULE, *ros_arguments])
+                              [MODULE, *ros_arguments],
+                              report_stop_after_s=STOP_TIMEOUT_S - 1.0)
 
 
 if __name__ == '__main__':
