@@ -202,8 +202,31 @@ def test_the_nodes_are_destroyed_only_after_the_callbacks_in_flight_returned():
     assert 'never retrieved' not in ended.stderr, ended.stderr
 
 
+# Defines spinning_node(name, executor): a node on the executor that prints SPINNING once the
+# executor has run its first callback.
+_SPINNING_NODE = textwrap.dedent('''
+    from rclpy.node import Node
+
+    def spinning_node(name, executor):
+        node = Node(name)
+        timer = None
+
+        def spinning():
+            timer.cancel()
+            print('SPINNING', flush=True)
+        timer = node.create_timer(0.01, spinning)
+        executor.add_node(node)
+        return node
+''')
+
+
 def _interrupt_when_spinning(script: str) -> tuple[int, str, str]:
-    """Run a script, SIGINT it once it prints SPINNING; its exit code, stdout and stderr."""
+    """
+    Run a script after _SPINNING_NODE, SIGINT it once it prints SPINNING.
+
+    :return: its exit code, stdout and stderr.
+    """
+    script = _SPINNING_NODE + script
     child = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
@@ -235,20 +258,11 @@ def test_a_signal_ends_the_executors_wait_at_once(executor):
     the stop waits for the spin period (here an hour, so the test fails at its time-out).
     """
     script = textwrap.dedent('''
-        from rclpy.node import Node
         from acres_bridge.nodes import process
         process.SPIN_PERIOD_S = 3600.0
 
         def build(executor):
-            node = Node('waiting')
-            timer = None
-
-            def spinning():
-                timer.cancel()
-                print('SPINNING', flush=True)
-            timer = node.create_timer(0.01, spinning)
-            executor.add_node(node)
-            return node.destroy_node
+            return spinning_node('waiting', executor).destroy_node
 
         code = process.run_until_shutdown('waiting', Chosen, build, ['waiting'])
         print('exit', code, flush=True)
@@ -266,18 +280,10 @@ def test_a_stop_that_hangs_writes_where_each_thread_is():
     script = textwrap.dedent('''
         import threading
         from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
         from acres_bridge.nodes import process
 
         def build(executor):
-            node = Node('hanging')
-            timer = None
-
-            def spinning():
-                timer.cancel()
-                print('SPINNING', flush=True)
-            timer = node.create_timer(0.01, spinning)
-            executor.add_node(node)
+            node = spinning_node('hanging', executor)
 
             def destroy_slowly():
                 threading.Event().wait(3.0)     # the stop that hangs
