@@ -82,6 +82,8 @@ ARGUMENTS = (
      'several agents'),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
     ('point_fields', '', 'xyzi or xyzirt'),
+    ('sensor_processes', '', "where the agents' sensor streams run: auto, in_process or "
+     "per_agent; empty: the file's value (auto)"),
     ('use_sim_time', 'true', 'the clients of this launch (rviz2, the recorders) follow /clock; '
      'the bridge keeps the system clock'),
     ('dds_profile', '', 'a Fast DDS XML profile for this launch (e.g. the package\'s '
@@ -198,6 +200,7 @@ def _launch_setup(context: LaunchContext) -> list:
         'frame_prefix': value('frame_prefix'),
         'publish_tf': value('publish_tf'),
         'point_fields': value('point_fields'),
+        'sensor_processes': value('sensor_processes'),
     }
     overrides = {name: yaml.safe_load(text)
                  for name, text in acres_bridge_parameters.items() if text}

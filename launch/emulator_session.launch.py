@@ -52,6 +52,8 @@ SESSION_ARGUMENTS = (
     ('namespace', '', "the session's namespace"),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
     ('point_fields', '', 'xyzi or xyzirt'),
+    ('sensor_processes', '', "where the agents' sensor streams run: auto, in_process or "
+     'per_agent; empty: auto'),
     ('use_sim_time', 'true', 'the clients (rviz2, the recorders) follow /clock; the bridge '
      'keeps the system clock'),
     ('dds_profile', '', 'a Fast DDS XML profile for the ROS processes; empty: none'),

@@ -514,7 +514,8 @@ def test_session_launch_starts_acres_bridge_only_by_default(
     parameters = _parameters_module()
     session = parameters.bridge_parameters_from_values(
         {key: value for key, value in settings.items() if key not in BUILTIN_PARAMETERS})
-    assert (session.port, session.sensor_ports, session.publish_tf) == (5600, (), 'ins')
+    assert (session.port, session.sensor_ports, session.publish_tf,
+            session.sensor_processes) == (5600, (), 'ins', 'auto')
 
 
 def test_session_launch_ports_profile_and_rviz(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -522,10 +523,11 @@ def test_session_launch_ports_profile_and_rviz(monkeypatch: pytest.MonkeyPatch) 
     profile = str(ROOT / 'config' / 'fastdds_large_data.xml')
     actions = _run_launch('acres_session.launch.py', {
         'port': '5700', 'sensor_ports': '5701, 5702', 'dds_profile': profile,
-        'rviz': 'true', 'use_sim_time': 'true'}, monkeypatch)
+        'rviz': 'true', 'use_sim_time': 'true', 'sensor_processes': 'per_agent'}, monkeypatch)
     bridge, rviz = _of_type(actions, 'Node')
     settings = _node_settings(bridge)
-    assert (settings['port'], settings['sensor_ports']) == (5700, [5701, 5702])
+    assert (settings['port'], settings['sensor_ports'], settings['sensor_processes']) == (
+        5700, [5701, 5702], 'per_agent')
     environment = {action.args[0]: action.args[1]
                    for action in _of_type(actions, 'SetEnvironmentVariable')}
     assert environment['FASTDDS_DEFAULT_PROFILES_FILE'] == profile

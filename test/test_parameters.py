@@ -49,10 +49,22 @@ def test_the_defaults_are_the_contracts():
 
 
 @pytest.mark.parametrize(('value', 'one', 'several'), [
-    ('auto', False, True), ('in_process', False, False), ('per_agent', True, True)])
-def test_sensor_processes_decides_per_agent_by_the_stream_count(value, one, several):
+    ('in_process', False, False), ('per_agent', True, True)])
+def test_sensor_processes_in_process_or_per_agent_holds_whatever_the_cores(value, one, several):
     settings = bridge_parameters_from_values({'sensor_processes': value})
-    assert (settings.processes_per_agent(1), settings.processes_per_agent(2)) == (one, several)
+    for cores in (1, 2, 64):
+        assert (settings.processes_per_agent(1, cores),
+                settings.processes_per_agent(2, cores)) == (one, several)
+
+
+def test_sensor_processes_auto_gives_several_agents_a_process_each_with_two_cores_to_spare():
+    settings = bridge_parameters_from_values({'sensor_processes': 'auto'})
+    assert not settings.processes_per_agent(1, 64)            # one agent: always in process
+    assert not settings.processes_per_agent(2, 2)             # this project's 2-core machines
+    assert not settings.processes_per_agent(2, 3)
+    assert settings.processes_per_agent(2, 4)
+    assert not settings.processes_per_agent(4, 5)
+    assert settings.processes_per_agent(4, 6)
 
 
 def test_sensor_processes_refuses_other_values():

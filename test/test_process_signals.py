@@ -80,16 +80,23 @@ def test_two_sigints_end_a_publishing_sensor_bridge_with_exit_0(emulator_factory
 
 
 @pytest.mark.parametrize('gap_s', [0.0, 0.02])
-def test_two_sigints_end_a_publishing_session_with_exit_0(emulator_factory, gap_s):
+@pytest.mark.parametrize('layout', ['per_agent', 'auto'])
+def test_two_sigints_end_a_publishing_session_with_exit_0(emulator_factory, layout, gap_s):
     emulator = emulator_factory(vehicles=('polaris', 'maxxum'), rate=10.0)
     with tempfile.TemporaryFile(mode='w+') as log:
         bridge = _start('acres_bridge.nodes.bridge', '-p', f'port:={emulator.control_port}',
-                        log=log)
+                        '-p', f'sensor_processes:={layout}', log=log)
         _publishing(emulator)
         code = _interrupt_twice(bridge, gap_s)
         output = _output(log)
     assert code == 0, output
     assert 'Traceback' not in output, output
+    cores = len(os.sched_getaffinity(0))
+    # auto: a process per agent only with a core for each agent and two more.
+    expected = {'per_agent': 'one process per agent',
+                'auto': ('one process per agent' if cores >= 4 else 'in this process')
+                + f'; sensor_processes auto on {cores} cores'}[layout]
+    assert f'sensor streams ({expected}): polaris on port' in output, output
     for stream in emulator.streams:
         assert stream.wait_disconnected(10.0)
 

@@ -159,10 +159,9 @@ def test_ctrl_c_lets_the_bridge_end_a_sensor_process_that_hangs() -> None:
     """acres_bridge escalates on a stopped child for 10 s; launch waits for its clean end."""
     require_tooling()
     control, first, second = free_ports(3)
-    # Two vehicles: each stream gets a process of its own.
     launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
                          'vehicles:=polaris,maxxum', f'port:={control}',
-                         f'sensor_ports:={first},{second}'])
+                         f'sensor_ports:={first},{second}', 'sensor_processes:=per_agent'])
     try:
         child = int(launch.wait_for(r'sensor stream maxxum: process (\d+) ', timeout_s=60.0)[1])
         launch.wait_for(r'sensor stream maxxum: hello from agent', timeout_s=60.0)

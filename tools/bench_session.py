@@ -15,6 +15,9 @@ Each run plays the emulator (its own process) at a real-time factor with one to 
 ``session-per_agent``
     the ``acres_bridge`` executable with ``sensor_processes:=per_agent`` (sim_control and
     lockstep in the session's process, each stream in a child process);
+``session-auto``
+    the ``acres_bridge`` executable as users start it (``sensor_processes:=auto``, which picks
+    one of the two above from the agents and the cores);
 ``sensor_bridge``
     one ``sensor_bridge`` executable per agent, started by this harness (no control node);
 
@@ -77,7 +80,7 @@ from acres_bridge.nodes import dds  # noqa: E402, I100  (no rclpy in the harness
 
 # The agents in the order the emulator names them: a vehicle's second instance is <vehicle>_1.
 AGENTS = ('polaris', 'maxxum', 'polaris_1', 'maxxum_1')
-MODES = ('session-in_process', 'session-per_agent', 'sensor_bridge')
+MODES = ('session-in_process', 'session-per_agent', 'session-auto', 'sensor_bridge')
 PHYSICS_HZ = 120
 START_TIMEOUT_S = 90.0
 DRAIN_TIMEOUT_S = 30.0
@@ -578,7 +581,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help='every agent this vehicle (polaris, polaris_1, ...), so that each '
                              'added agent is the same work as the first; default: Polaris, '
                              'Maxxum, then a second of each')
-    parser.add_argument('--modes', nargs='+', choices=MODES, default=list(MODES))
+    parser.add_argument('--modes', nargs='+', choices=MODES,
+                        default=[mode for mode in MODES if mode != 'session-auto'],
+                        help='default: every mode but session-auto (one of the first two)')
     parser.add_argument('--rates', type=float, nargs='+', default=[10.0, 20.0])
     parser.add_argument('--seconds', type=float, default=20.0)
     parser.add_argument('--render-every', type=int, default=10,

@@ -25,11 +25,13 @@ of the step (bounded by ``ack_timeout_s``), so a client that steps and then read
 ``sensor_processes`` says where the streams run: in this process (``in_process``), or each in
 a child process of its own (``per_agent``: a ``sensor_bridge`` node in the agent's namespace,
 nodes/sensor_processes.py), which lockstep asks for each step's barrier and acknowledgements;
-``auto`` takes in_process for one agent and per_agent for several.
+``auto`` takes per_agent for several agents when this process may use a core for each and two
+more, and in_process otherwise (on two cores one process carried more agents).
 """
 
 from collections.abc import Callable
 import dataclasses
+import os
 import sys
 import threading
 
@@ -158,7 +160,8 @@ class SessionBridge:
     def _build_bridges(self, layout: SessionLayout) -> None:
         """Create and start one sensor bridge per agent (an executor task)."""
         several = layout.several and not self.parameters.frame_prefix
-        per_agent = self.parameters.processes_per_agent(len(layout.streams))
+        cores = len(os.sched_getaffinity(0))
+        per_agent = self.parameters.processes_per_agent(len(layout.streams), cores)
         with self._lock:
             if self._destroyed:
                 return
@@ -176,6 +179,8 @@ class SessionBridge:
                 bridge.start()
         described = ', '.join(f'{agent} on port {port}' for agent, port in layout.streams)
         where = 'one process per agent' if per_agent else 'in this process'
+        if self.parameters.sensor_processes == 'auto' and layout.several:
+            where += f'; sensor_processes auto on {cores} cores'
         self.logger.info(f'sensor streams ({where}): '
                          f'{described or "none (no agent has a port)"}')
         if self.parameters.publish_clock and layout.clock_agent not in dict(layout.streams):

@@ -56,6 +56,10 @@ PUBLISH_TF_CHOICES = ('none', 'ins', 'truth')
 POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt')
 POINT_TIME_ORIGIN_CHOICES = ('end', 'start')
 SENSOR_PROCESSES_CHOICES = ('auto', 'in_process', 'per_agent')
+# Cores that sensor_processes auto leaves beside one per agent: the simulator's and the rest's
+# (the session's own process, the subscribers). On two cores one process carried more agents
+# than a process each, at a third of the memory (docs/benchmarks.md).
+AUTO_SPARE_CORES = 2
 LIDAR_SWEEP_RANGE_S = (-1.0, 10.0)
 PORT_RANGE = (1, 65535)
 RECONNECT_RANGE_S = (0.01, 3600.0)
@@ -185,8 +189,9 @@ SENSOR_PROCESSES = ParameterSpec(
     'sensor_processes', 'auto', _T.STRING,
     'Where the sensor streams run: in_process (every agent in the session\'s process, one '
     'GIL), per_agent (one child process per agent, a sensor_bridge node in the agent\'s '
-    'namespace; lockstep still waits for every agent), or auto (in_process for one agent, '
-    'per_agent for several; see docs/benchmarks.md).', choices=SENSOR_PROCESSES_CHOICES)
+    'namespace; lockstep still waits for every agent), or auto (per_agent for several agents '
+    'when the process may use a core for each agent and two more, otherwise in_process; see '
+    'docs/benchmarks.md).', choices=SENSOR_PROCESSES_CHOICES)
 
 SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF,
                             WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S, POINT_TIME_ORIGIN,
@@ -257,10 +262,15 @@ class BridgeParameters:
     point_time_origin: str = 'end'
     sensor_processes: str = 'auto'
 
-    def processes_per_agent(self, streams: int) -> bool:
-        """Whether a session of ``streams`` sensor streams runs each in a process of its own."""
+    def processes_per_agent(self, streams: int, cores: int) -> bool:
+        """
+        Whether a session of ``streams`` sensor streams runs each in a process of its own.
+
+        :param cores: the cores this process may run on, for ``auto``: a process per agent pays
+            for itself only with a core for each of them and ``AUTO_SPARE_CORES`` beside.
+        """
         if self.sensor_processes == 'auto':
-            return streams > 1
+            return streams > 1 and cores >= streams + AUTO_SPARE_CORES
         return self.sensor_processes == 'per_agent'
 
     def control(self) -> SimControlParameters:

@@ -56,12 +56,16 @@ class LaunchCase:
     lockstep: bool = False
     # The launch starts its own emulator; otherwise the caller starts one.
     own_emulator: bool = False
+    # The session's sensor_processes argument; empty: the launch's default.
+    sensor_processes: str = ''
 
     def arguments(self, control: int, sensors: list[int]) -> list[str]:
         """Return the launch arguments for the emulator's ports."""
         if self.launch_file == 'sensor_bridge.launch.py':
             return [f'namespace:={self.vehicles[0]}', f'port:={sensors[0]}']
         arguments = [f'port:={control}']
+        if self.sensor_processes:
+            arguments.append(f'sensor_processes:={self.sensor_processes}')
         if self.own_emulator:
             arguments += [f'vehicles:={",".join(self.vehicles)}',
                           f'sensor_ports:={",".join(map(str, sensors))}',
@@ -70,10 +74,12 @@ class LaunchCase:
 
 
 # One case per launch file: one agent in its own sensor_bridge; Polaris and Maxxum playing, a
-# sensor process each; the two in lockstep, stepped through the stop, emulator in the launch.
+# sensor process each; the two in lockstep, stepped through the stop, emulator in the launch,
+# the streams where sensor_processes auto puts them (in the session's process on two cores).
 CASES = {
     'sensor_bridge': LaunchCase('sensor_bridge.launch.py', ('polaris',)),
-    'acres_session': LaunchCase('acres_session.launch.py', ('polaris', 'maxxum')),
+    'acres_session': LaunchCase('acres_session.launch.py', ('polaris', 'maxxum'),
+                                sensor_processes='per_agent'),
     'emulator_session': LaunchCase('emulator_session.launch.py', ('polaris', 'maxxum'),
                                    lockstep=True, own_emulator=True),
 }
