@@ -372,10 +372,11 @@ def test_a_reader_that_never_acknowledges_is_named_and_the_step_still_answers(
         session_factory):
     session = session_factory(ack_timeout_s=1.0)
     reader = session.add_reader('stalled_reader')
+    live = session.add_reader('live_reader')
     session.ready()
     labels = session.reader_labels('stalled_reader')
     check_steps(session, reader, (12,))     # every writer has matched it: now it stalls
-    reader.process.send_signal(signal.SIGSTOP)
+    reader.process.send_signal(signal.SIGSTOP)      # as Ctrl-Z stops `ros2 topic echo`
 
     def names_the_reader(text: str) -> bool:
         return any(label in text for label in labels)
@@ -386,6 +387,13 @@ def test_a_reader_that_never_acknowledges_is_named_and_the_step_still_answers(
             result.error_message)
         assert names_the_reader(result.error_message), result.error_message
         assert wait_s >= 1.0        # it waited for the time-out before answering
+        # The stalled reader costs the other readers nothing: all of the step at the answer.
+        expected = session.expected_by(live)
+        live.wait_counts(expected)
+        received = live.received_by(at_ns)
+        missing = {topic: f'{received.get(topic, 0)} of {count}'
+                   for topic, count in expected.items() if received.get(topic, 0) != count}
+        assert not missing, f'call {call + 1}: at the answer the live reader had {missing}'
     status = session.lockstep_status(lambda status: status.level == DiagnosticStatus.WARN)
     assert names_the_reader(status.message) and 'not acknowledged in time' in status.message
     assert '/polaris/lidar/points' in status.message
