@@ -22,6 +22,7 @@ import threading
 import pytest
 from support.waiting import wait_until
 
+from acres_bridge.nodes.cores import usable_cores
 from acres_bridge.protocol.frames import FrameType
 
 pytestmark = pytest.mark.ros
@@ -91,7 +92,7 @@ def test_two_sigints_end_a_publishing_session_with_exit_0(emulator_factory, layo
         output = _output(log)
     assert code == 0, output
     assert 'Traceback' not in output, output
-    cores = len(os.sched_getaffinity(0))
+    cores = usable_cores()
     # auto: a process per agent only with a core for each agent and two more.
     expected = {'per_agent': 'one process per agent',
                 'auto': ('one process per agent' if cores >= 4 else 'in this process')

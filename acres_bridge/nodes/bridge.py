@@ -26,12 +26,12 @@ of the step (bounded by ``ack_timeout_s``), so a client that steps and then read
 a child process of its own (``per_agent``: a ``sensor_bridge`` node in the agent's namespace,
 nodes/sensor_processes.py), which lockstep asks for each step's barrier and acknowledgements;
 ``auto`` takes per_agent for several agents when this process may use a core for each and two
-more, and in_process otherwise (on two cores one process carried more agents).
+more (nodes/cores.py: its affinity, capped by a container's CPU quota), and in_process
+otherwise (on two cores one process carried more agents).
 """
 
 from collections.abc import Callable
 import dataclasses
-import os
 import sys
 import threading
 
@@ -39,6 +39,7 @@ from rclpy.executors import Executor
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
+from acres_bridge.nodes.cores import usable_cores
 from acres_bridge.nodes.lockstep import DeliverySource
 from acres_bridge.nodes.lockstep import Lockstep
 from acres_bridge.nodes.parameters import BridgeParameters
@@ -160,7 +161,7 @@ class SessionBridge:
     def _build_bridges(self, layout: SessionLayout) -> None:
         """Create and start one sensor bridge per agent (an executor task)."""
         several = layout.several and not self.parameters.frame_prefix
-        cores = len(os.sched_getaffinity(0))
+        cores = usable_cores()
         per_agent = self.parameters.processes_per_agent(len(layout.streams), cores)
         with self._lock:
             if self._destroyed:
