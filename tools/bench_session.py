@@ -74,6 +74,7 @@ from benchmark import message_types  # noqa: E402
 from benchmark import PAYLOAD_BYTES  # noqa: E402
 from benchmark import qos_profile  # noqa: E402
 from benchmark import say  # noqa: E402
+from benchmark import sent_key  # noqa: E402
 from benchmark import stamp_key  # noqa: E402
 
 from acres_bridge.nodes import dds  # noqa: E402, I100  (no rclpy in the harness)
@@ -542,8 +543,7 @@ def figures(agents: Sequence[str], sent: list, received: dict[str, list]) -> dic
                 expected += len(frames)
                 keys = set()
                 for key, at_s in received.get(topic, []):
-                    # A stamp near a half microsecond may round either way on the two sides.
-                    match = next((k for k in (key, key - 1, key + 1) if k in frames), None)
+                    match = sent_key(key, frames)
                     if match is not None and match not in keys:
                         keys.add(match)
                         latencies.append(at_s - frames[match])

@@ -52,6 +52,7 @@ report goes to ``<output-dir>/benchmarks_two_hosts.json``.
 """
 
 import argparse
+from collections.abc import Mapping
 from collections.abc import Sequence
 import json
 import math
@@ -146,6 +147,16 @@ def cdr_stamp_key(data: bytes) -> int:
     """Return the key of the first Time in a serialised message (Header.stamp, Clock.clock)."""
     sec, nanosec = _STAMP.unpack_from(data, 4)
     return sec * 1_000_000 + round(nanosec / 1000)
+
+
+def sent_key(key: int, sent: Mapping[int, Any]) -> int | None:
+    """
+    Return the key of ``sent`` that a received stamp key stands for, None for none.
+
+    The same key, or one off: a stamp near a half microsecond may round either way on the
+    sending and the receiving side.
+    """
+    return next((candidate for candidate in (key, key - 1, key + 1) if candidate in sent), None)
 
 
 def full_topic(topic: str) -> str:
@@ -1135,9 +1146,7 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]],
         unmatched = 0
         take_latencies = []
         for key, receive_s, take_s in received.get(topic, []):
-            # A stamp near a half microsecond may round either way on the two sides.
-            match = next((candidate for candidate in (key, key - 1, key + 1)
-                          if candidate in frames), None)
+            match = sent_key(key, frames)
             if match is None:
                 unmatched += 1
                 continue
