@@ -62,7 +62,7 @@ class Rig:
             Parameter('sensor_processes', value='in_process')])
         self.view_executor = SingleThreadedExecutor(context=context)
         self.view = FoxgloveViewNode(context=context, parameter_overrides=[
-            Parameter('port', value=0)])
+            Parameter('port', value=0), Parameter('use_sim_time', value=True)])
         self.view_executor.add_node(self.view)
         self._threads = [threading.Thread(target=executor.spin, daemon=True)
                          for executor in (self.session_executor, self.view_executor)]
@@ -89,8 +89,19 @@ class Rig:
         assert response.result.result == Result.RESULT_OK, response.result.error_message
         self.client.destroy_client(client)
 
+    def record(self, message_type: type, topic: str, *, depth: int = 1000,
+               raw: bool = False) -> list:
+        """Return the list a reliable subscriber in the graph appends each message to."""
+        kept = []
+        self.client.create_subscription(
+            message_type, topic, kept.append,
+            QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE), raw=raw)
+        return kept
+
     def view_subscribes(self, topic: str) -> bool:
-        return any(info.node_name == 'foxglove_view'
+        """Whether the view's readers (not its time's, best effort) subscribe the topic."""
+        return any(info.node_name == 'foxglove_view_readers'
+                   and info.qos_profile.reliability == ReliabilityPolicy.RELIABLE
                    for info in self.client.get_subscriptions_info_by_topic(topic))
 
     def close(self) -> None:
@@ -249,14 +260,8 @@ def test_bad_client_messages_get_errors_and_the_server_keeps_serving(rig, client
 def test_a_paused_client_changes_nothing_for_a_ros_subscriber_and_another_client(
         rig, clients):
     rig.streaming()
-    clocks = []
-    rig.client.create_subscription(
-        Clock, '/clock', clocks.append,
-        QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE), raw=True)
-    clouds = []
-    rig.client.create_subscription(
-        PointCloud2, '/polaris/lidar/points', clouds.append,
-        QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), raw=True)
+    clocks = rig.record(Clock, '/clock', raw=True)
+    clouds = rig.record(PointCloud2, '/polaris/lidar/points', depth=100, raw=True)
     paused = subprocess.Popen([sys.executable, str(CLIENT_SCRIPT), rig.url, *SENSOR_TOPICS],
                               stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
@@ -318,3 +323,38 @@ def test_diagnostics_count_what_a_client_was_sent_on_the_channels_it_left_and_ke
                what='messages_sent to keep the IMU messages sent before the unsubscribe')
     assert client.count('/polaris/ins/imu') == imu_before
     assert messages_sent() == client.count('/clock') + imu_before
+
+
+def test_the_views_time_is_the_simulation_time_without_a_clock_subscription_of_its_node(
+        rig, clients):
+    rig.streaming()
+    clocks = rig.record(Clock, '/clock')
+    client = clients(rig.url)
+    client.subscribe('/polaris/ins/imu')
+    wait_until(lambda: rig.view_subscribes('/polaris/ins/imu'), timeout_s=WAIT_S,
+               what='the view to subscribe the IMU')
+    rig.step(30)
+    wait_until(lambda: len(clocks) >= 30, timeout_s=WAIT_S, what='the clocks of the step')
+    last = clocks[-1].clock.sec * 1_000_000_000 + clocks[-1].clock.nanosec
+    # The server broadcasts its time every 0.25 s: the step's last /clock, once it is read.
+    client.wait(lambda: client.times and client.times[-1] == last, WAIT_S,
+                "the server's time to be the step's last /clock")
+    assert rig.view.get_clock().now().nanoseconds == last
+    assert all(0 < log_time <= last for log_time, _ in client.messages['/polaris/ins/imu'])
+    # rclpy's time source left the view's node: its /clock reader is the readers' node's.
+    assert not [s for s in rig.view.subscriptions if s.topic_name == '/clock']
+
+    def views_clock_readers() -> list:
+        return [(info.node_name, info.qos_profile.reliability)
+                for info in rig.client.get_subscriptions_info_by_topic('/clock')
+                if info.node_name.startswith('foxglove_view')]
+
+    time_reader = [('foxglove_view_readers', ReliabilityPolicy.BEST_EFFORT)]
+    assert views_clock_readers() == time_reader
+    # use_sim_time set at run time: the time's reader goes, and comes back.
+    rig.view.set_parameters([Parameter('use_sim_time', value=False)])
+    wait_until(lambda: views_clock_readers() == [], timeout_s=WAIT_S,
+               what="the time's reader to go")
+    rig.view.set_parameters([Parameter('use_sim_time', value=True)])
+    wait_until(lambda: views_clock_readers() == time_reader, timeout_s=WAIT_S,
+               what="the time's reader to come back")

@@ -34,6 +34,24 @@ HEADER_END = 8
 STAMP = struct.Struct('<iI')
 STAMP_OFFSET = len(ENCAPSULATION)
 
+# The encapsulations of XCDR1 big-endian and little-endian data: the stamp's byte order.
+_STAMP_OF_ENCAPSULATION = {b'\x00\x00': struct.Struct('>iI'), b'\x00\x01': STAMP}
+
+
+def time_nanoseconds(cdr: bytes) -> int:
+    """
+    Return the time a serialised message starts with, in nanoseconds.
+
+    For a message whose first field is a ``builtin_interfaces/Time``: ``rosgraph_msgs/Clock``,
+    and any message that starts with a ``std_msgs/Header``. Raises ValueError for bytes too
+    short or an encapsulation other than plain CDR.
+    """
+    stamp = _STAMP_OF_ENCAPSULATION.get(bytes(cdr[:2]))
+    if stamp is None or len(cdr) < STAMP_OFFSET + stamp.size:
+        raise ValueError(f'not a CDR message that starts with a time: {bytes(cdr[:12])!r}')
+    sec, nanosec = stamp.unpack_from(cdr, STAMP_OFFSET)
+    return sec * 1_000_000_000 + nanosec
+
 
 def pad(offset: int, align: int) -> tuple[str, int]:
     """Return the struct format of the padding at body ``offset`` to ``align`` and the end."""

@@ -9,7 +9,9 @@ type is a message and whose name ``include`` and ``exclude`` let through is a ch
 ``ros2msg`` (the type's full definition, :mod:`acres_bridge.foxglove.definitions`), message
 encoding ``cdr``. A topic is subscribed in ROS only while some client subscribes its channel, as
 a serialised subscription (the CDR bytes go out as they came) with the QoS of its publishers:
-reliable when all are, transient local when all are (``/tf_static``). The graph is polled
+reliable when all are, transient local when all are (``/tf_static``); the subscriptions are
+taken in batches by a thread of their own (:mod:`acres_bridge.nodes.foxglove_readers`), never by
+the executor. The graph is polled
 ``GRAPH_PERIOD_S``; new topics are advertised, gone ones unadvertised, and the services of the
 graph (but the parameter and type-description services of each node) are offered as Foxglove
 services, called with a generic client of their type. The server's time is the node's clock:
@@ -31,6 +33,7 @@ import foxglove
 from foxglove.websocket import Capability
 from foxglove.websocket import ChannelView
 from foxglove.websocket import Client as FoxgloveClient
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.client import Client
 from rclpy.clock import Clock as RosClock
 from rclpy.clock import ClockType
@@ -39,11 +42,8 @@ try:
     from rclpy.experimental import EventsExecutor as ViewExecutor
 except ImportError:  # Humble has no EventsExecutor
     from rclpy.executors import SingleThreadedExecutor as ViewExecutor
-try:
-    from rclpy.event_handler import SubscriptionEventCallbacks
-except ImportError:  # Humble
-    from rclpy.qos_event import SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
@@ -51,12 +51,14 @@ from rclpy.qos import ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.serialization import serialize_message
 from rclpy.subscription import Subscription
+from rclpy.time import Time
 
 from acres_bridge.conversions.diagnostics import diagnostic_array
 from acres_bridge.foxglove.definitions import DefinitionError
 from acres_bridge.foxglove.definitions import DefinitionLibrary
 from acres_bridge.foxglove.definitions import split_type_name
 from acres_bridge.nodes.foxglove_parameters import declare_foxglove_view_parameters
+from acres_bridge.nodes.foxglove_readers import ViewReaders
 from acres_bridge.nodes.heap import keep_freed_buffers
 from acres_bridge.nodes.parameters import destroyed_on_parameter_error
 from acres_bridge.nodes.parameters import ParameterError
@@ -93,7 +95,7 @@ class _Topic:
     channel: foxglove.Channel
     clients: set[int] = dataclasses.field(default_factory=set)
     subscription: Subscription | None = None
-    # Messages handed to the SDK; only the executor counts, so the count takes no lock.
+    # Messages handed to the SDK; only the readers' thread counts, so the count takes no lock.
     forwarded: int = 0
 
 
@@ -166,6 +168,9 @@ class FoxgloveViewNode(Node):
             self._last_time_ns = -1
             self._sdk_context = foxglove.Context()
             self.server = self._start_server()
+            self._readers = ViewReaders(
+                self, self._forward, lambda: self.get_clock().now().nanoseconds, self._set_time)
+            self._take_over_the_clock()
         self.url = f'ws://{self.settings.address}:{self.server.port}'
         if self.settings.loopback:
             self.get_logger().info(f'Foxglove view on {self.url} (this machine only)')
@@ -182,6 +187,34 @@ class FoxgloveViewNode(Node):
             self.create_timer(DIAGNOSTICS_PERIOD_S, self._publish_diagnostics, clock=steady),
         ]
         self.refresh_graph()
+
+    def _take_over_the_clock(self) -> None:
+        """
+        Follow /clock on the readers' thread, not with rclpy's time source.
+
+        rclpy's time source makes each /clock message (120 a second at 1x) a Python object on the
+        executor: a fifth of the view's CPU. Its subscription goes (``detach_node``; it still
+        switches the node's clock when ``use_sim_time`` changes), and the readers set the clock
+        from their own reader of /clock while ``use_sim_time`` is true. An rclpy whose node has
+        no ``_time_source`` keeps its own subscription, and the readers read no clock.
+        """
+        time_source = getattr(self, '_time_source', None)
+        if time_source is None:
+            return
+        time_source.detach_node()
+        self._readers.follow_clock(self.get_parameter('use_sim_time').value is True)
+        self.add_on_set_parameters_callback(self._follow_use_sim_time)
+
+    def _follow_use_sim_time(self, parameters: list[Parameter]) -> SetParametersResult:
+        for parameter in parameters:
+            if parameter.name == 'use_sim_time' and isinstance(parameter.value, bool):
+                self._readers.follow_clock(parameter.value)
+        return SetParametersResult(successful=True)
+
+    def _set_time(self, nanoseconds: int) -> None:
+        """Set the node's clock to a /clock's time (the readers' thread)."""
+        self.get_clock().set_ros_time_override(
+            Time(nanoseconds=nanoseconds, clock_type=ClockType.ROS_TIME))
 
     def _start_server(self) -> foxglove.websocket.WebSocketServer:
         try:
@@ -230,9 +263,7 @@ class FoxgloveViewNode(Node):
         """Whether a topic is in the graph for its own sake, not only for this node's reader."""
         if self.count_publishers(name) > 0:
             return True
-        topic = self._served_topics.get(name)
-        ours = 1 if topic is not None and topic.subscription is not None else 0
-        return self.count_subscribers(name) > ours
+        return self.count_subscribers(name) > self._readers.count(name)
 
     def _add_topic(self, name: str, type_name: str) -> None:
         try:
@@ -257,7 +288,7 @@ class FoxgloveViewNode(Node):
                 since = self._sent_since.pop((client, name), topic.forwarded)
                 self._sent[client] = self._sent.get(client, 0) + topic.forwarded - since
         if topic.subscription is not None:
-            self.destroy_subscription(topic.subscription)
+            self._readers.unsubscribe(name)
         topic.channel.close()
 
     def _add_service(self, name: str, type_name: str) -> foxglove.Service | None:
@@ -291,20 +322,19 @@ class FoxgloveViewNode(Node):
                 return
             wanted = bool(topic.clients)
         if wanted and topic.subscription is None:
-            topic.subscription = self.create_subscription(
-                interface_type(topic.type_name), name,
-                lambda data: self._forward(topic, data),
-                publishers_qos(self.get_publishers_info_by_topic(name), topic.type_name),
-                raw=True,
-                # No QoS event handlers: each is one more entity in every wait of the executor.
-                event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+            topic.subscription = self._readers.subscribe(
+                name, interface_type(topic.type_name),
+                publishers_qos(self.get_publishers_info_by_topic(name), topic.type_name))
         elif not wanted and topic.subscription is not None:
-            self.destroy_subscription(topic.subscription)
+            self._readers.unsubscribe(name)
             topic.subscription = None
 
-    def _forward(self, topic: _Topic, data: bytes) -> None:
-        topic.channel.log(data, log_time=self.get_clock().now().nanoseconds)
-        topic.forwarded += 1
+    def _forward(self, name: str, data: bytes, log_time_ns: int) -> None:
+        """Hand a message to the SDK (the readers' thread)."""
+        topic = self._served_topics.get(name)
+        if topic is not None:
+            topic.channel.log(data, log_time=log_time_ns)
+            topic.forwarded += 1
 
     # --- the SDK's server listener (SDK threads) ---------------------------------------------
 
@@ -362,6 +392,8 @@ class FoxgloveViewNode(Node):
             client.remove_pending_request(future)
             raise TimeoutError(
                 f'{request.service_name} did not answer within {SERVICE_TIMEOUT_S} s')
+        # What arrived before the answer (a step's messages) goes out before it.
+        self._readers.drain()
         return serialize_message(future.result())
 
     def _client_of(self, name: str, service: _Service) -> Client:
@@ -369,7 +401,7 @@ class FoxgloveViewNode(Node):
         Return the service's client, made by the executor at the first call.
 
         Not made with the service's advertisement: some thirty idle clients would be thirty
-        more entities in every wait of the executor, which forwards every message.
+        more entities for the executor to watch.
         """
         if service.client is None:
             made = threading.Event()
@@ -447,6 +479,9 @@ class FoxgloveViewNode(Node):
 
     def destroy_node(self) -> None:
         """Stop the server (its clients are disconnected), then the ROS side."""
+        readers = getattr(self, '_readers', None)
+        if readers is not None:
+            readers.destroy()
         server = getattr(self, 'server', None)
         if server is not None:
             server.stop()
@@ -459,11 +494,10 @@ def main(args: list[str] | None = None) -> int:
     """
     Run the foxglove_view node until Ctrl-C; 2 with one line on stderr for a bad parameter.
 
-    The view takes every message of the session, so it spins on rclpy's EventsExecutor (Jazzy
-    and later), which dispatches each take from C++: its main thread measured 0.16 of a core
-    against 0.29 with the SingleThreadedExecutor (tools/bench_foxglove_view.py, one Polaris
-    at 1x). Every message is copied twice on its way (from Fast DDS, into a Python bytes), so
-    freed buffers stay in the heap for the next (:mod:`acres_bridge.nodes.heap`).
+    The executor (rclpy's EventsExecutor from Jazzy on) runs the graph's timers and the service
+    calls; the messages go through the readers' thread. Every message is copied twice on its way
+    (from Fast DDS, into a Python bytes), so freed buffers stay in the heap for the next
+    (:mod:`acres_bridge.nodes.heap`).
     """
     keep_freed_buffers()
 
