@@ -21,8 +21,8 @@ messages).
 """
 
 from collections.abc import Callable
+import ctypes
 import dataclasses
-import os
 import threading
 import time
 from typing import Any
@@ -76,12 +76,19 @@ class _Reader:
         return self.handle.take_message(self.message_type, True)
 
 
+# sched_yield(2) that keeps the GIL (a PyDLL call does): the SDK's thread needs the CPU, not
+# the GIL. os.sched_yield lets the GIL go, and where other Python threads are busy (the view in
+# one process with the session, as test_foxglove_view has it, on a loaded machine) each message
+# then waited for the GIL again: the view fell behind and its readers' histories overflowed.
+_yield_cpu = ctypes.PyDLL(None).sched_yield
+
+
 def _received(item: tuple[int, str, bytes]) -> int:
     return item[0]
 
 
 def _never_called(_: Any) -> None:
-    """The callback of a reader that no executor spins."""
+    """Do nothing: the callback of a reader that no executor spins."""
 
 
 class ViewReaders:
@@ -181,7 +188,7 @@ class ViewReaders:
                 for _, topic, data in batch:
                     self._forward(topic, data, log_time_ns)
                     if busy:
-                        os.sched_yield()
+                        _yield_cpu()
             return len(batch)
 
     def _take_time(self, batch: list[tuple[int, str, bytes]]) -> None:
