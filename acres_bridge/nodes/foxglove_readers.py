@@ -6,7 +6,7 @@ The Foxglove view's ROS readers, taken in batches by a thread of their own.
 
 An executor wakes once per message and builds each message's Python objects: for a view of
 every topic of a Polaris at 1x, some 530 wakes a second, and rclpy's time source alone (a
-``rosgraph_msgs/Clock`` object per /clock message, 120 a second) took a quarter of the view's
+``rosgraph_msgs/Clock`` object per /clock message, 120 a second) took a fifth of the view's
 CPU. Here the serialised subscriptions belong to a node that no executor spins
 (``<view>_readers``), and one thread takes whatever every reader holds each ``period_s``, as
 :func:`rclpy.wait_for_message` takes from the subscription it waits on. A message waits at most
