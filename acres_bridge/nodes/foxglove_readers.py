@@ -23,6 +23,7 @@ messages).
 from collections.abc import Callable
 import ctypes
 import dataclasses
+import operator
 import threading
 import time
 from typing import Any
@@ -83,8 +84,8 @@ class _Reader:
 _yield_cpu = ctypes.PyDLL(None).sched_yield
 
 
-def _received(item: tuple[int, str, bytes]) -> int:
-    return item[0]
+# A batch's items are (received timestamp, topic, CDR): the order of arrival is the first.
+_received = operator.itemgetter(0)
 
 
 def _never_called(_: Any) -> None:
@@ -147,6 +148,12 @@ class ViewReaders:
             if reader is not None:
                 self.node.destroy_subscription(reader.subscription)
                 self._keep_time_reader()
+
+    def subscription(self, topic: str) -> Subscription | None:
+        """Return the topic's serialised reader, None if it has none."""
+        with self._lock:
+            reader = self._readers.get(topic)
+            return None if reader is None else reader.subscription
 
     def count(self, topic: str) -> int:
         """Return how many readers of a topic are these (the time's among them)."""

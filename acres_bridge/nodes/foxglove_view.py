@@ -50,7 +50,6 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.serialization import serialize_message
-from rclpy.subscription import Subscription
 from rclpy.time import Time
 
 from acres_bridge.conversions.diagnostics import diagnostic_array
@@ -89,12 +88,11 @@ NODE_SERVICES = ('describe_parameters', 'get_parameter_types', 'get_parameters',
 
 @dataclasses.dataclass
 class _Topic:
-    """A served topic: its channel, and its ROS subscription while some client subscribes."""
+    """A served topic: its channel and the clients subscribed to it."""
 
     type_name: str
     channel: foxglove.Channel
     clients: set[int] = dataclasses.field(default_factory=set)
-    subscription: Subscription | None = None
     # Messages handed to the SDK; only the readers' thread counts, so the count takes no lock.
     forwarded: int = 0
 
@@ -287,8 +285,7 @@ class FoxgloveViewNode(Node):
             for client in topic.clients:
                 since = self._sent_since.pop((client, name), topic.forwarded)
                 self._sent[client] = self._sent.get(client, 0) + topic.forwarded - since
-        if topic.subscription is not None:
-            self._readers.unsubscribe(name)
+        self._readers.unsubscribe(name)
         topic.channel.close()
 
     def _add_service(self, name: str, type_name: str) -> foxglove.Service | None:
@@ -321,13 +318,13 @@ class FoxgloveViewNode(Node):
             if topic is None:
                 return
             wanted = bool(topic.clients)
-        if wanted and topic.subscription is None:
-            topic.subscription = self._readers.subscribe(
-                name, interface_type(topic.type_name),
-                publishers_qos(self.get_publishers_info_by_topic(name), topic.type_name))
-        elif not wanted and topic.subscription is not None:
+        if wanted:
+            if self._readers.subscription(name) is None:
+                self._readers.subscribe(
+                    name, interface_type(topic.type_name),
+                    publishers_qos(self.get_publishers_info_by_topic(name), topic.type_name))
+        else:
             self._readers.unsubscribe(name)
-            topic.subscription = None
 
     def _forward(self, name: str, data: bytes, log_time_ns: int) -> None:
         """Hand a message to the SDK (the readers' thread)."""
@@ -426,7 +423,7 @@ class FoxgloveViewNode(Node):
         pause = threading.Event()
         while time.monotonic() < deadline:
             with self._view_lock:
-                topics = [(name, topic.subscription) for name, topic in
+                topics = [(name, self._readers.subscription(name)) for name, topic in
                           self._served_topics.items() if topic.clients]
             if all(subscription is not None and (
                     subscription.get_publisher_count() > 0 or self.count_publishers(name) == 0)
