@@ -15,6 +15,7 @@ with its own writer settings, must not. The bridge's runs also carry the floor b
 
 import json
 import os
+import sys
 
 import pytest
 from support.environment import claim_domain_id
@@ -128,6 +129,28 @@ def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_
     assert "the bridge's own settings" in bridge['dds_line']
     assert runs[('floor', 'play')]['dds_line'] is None
     assert result['machine']['cores'] == os.cpu_count()
+
+
+def test_each_run_names_the_fast_dds_its_subscriber_loaded(report):
+    _, result, _ = report
+    for run in result['runs']:
+        assert run['subscriber_fast_dds'].startswith('Fast DDS ')
+        assert run['subscriber_fast_dds'] == run['fast_dds']
+
+
+def test_host_b_can_run_from_another_distributions_prefix(monkeypatch, tmp_path):
+    """Its processes then set up their own libraries, as a Python of that prefix does."""
+    benchmark = _benchmark_module()
+    monkeypatch.setenv(benchmark.WHEELS_BOOTSTRAPPED, '1')
+    monkeypatch.setenv('LD_LIBRARY_PATH', os.path.join(sys.prefix, 'lib'))
+    other = str(tmp_path / 'other-prefix')
+    env_a, env_b = benchmark.two_host_envs('own', 7, None, sys.prefix, str(tmp_path),
+                                           prefix_b=other)
+    assert env_a['LD_LIBRARY_PATH'] == os.path.join(sys.prefix, 'lib')
+    assert 'LD_LIBRARY_PATH' not in env_b and benchmark.WHEELS_BOOTSTRAPPED not in env_b
+    for env in (env_a, env_b):
+        assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'SUBNET' and env['ROS_DOMAIN_ID'] == '7'
+    assert benchmark.two_host_envs('own', 7, None, sys.prefix, str(tmp_path)) == (env_a, env_a)
 
 
 def test_the_report_is_written_as_json_markdown_and_png(report):

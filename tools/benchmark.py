@@ -45,7 +45,9 @@ configurations of tools/bench_two_hosts.py (``own``, ``paced_bridge``, ``two_hos
 Both hosts share one kernel, so the CLOCK_MONOTONIC times of the two sides compare directly.
 Each repeat ends with the bridge and the floor on one host (stock, 1x), and prints the loss,
 the cloud's p50 over the floor across the link and its ratio to the one-host bridge's; the
-report goes to ``<output-dir>/benchmarks_two_hosts.json``.
+report goes to ``<output-dir>/benchmarks_two_hosts.json``. ``--subscriber-distro`` runs host B's
+subscriber from another distribution's prefix (a Jazzy bridge to a Kilted reader, say), so a
+delay can be placed on the writer's side or the reader's.
 
     sudo .venv/bin/python tools/benchmark.py --hosts 2 --repeat 3 --seconds 60 --rates 1 \
         --no-variants
@@ -554,8 +556,8 @@ def role_subscriber(args: argparse.Namespace) -> int:
                     dds_s = (received_ns - offset_ns) / 1e9 if received_ns else take_s
                     log.append((cdr_stamp_key(data), dds_s, take_s))
     with open(args.record, 'w', encoding='utf-8') as stream:
-        json.dump({'executor': 'wait-set', 'received': received, 'diagnostics': diagnostics},
-                  stream)
+        json.dump({'executor': 'wait-set', 'received': received, 'diagnostics': diagnostics,
+                   'fast_dds': str(dds.loaded_fast_dds())}, stream)
     say('DONE')
     os._exit(0)
 
@@ -777,18 +779,22 @@ def _bench_two_hosts() -> Any:
 
 
 def two_host_envs(config: str, domain_id: int, fast_dds: dds.FastDds | None,
-                  prefix: str, work_dir: str) -> tuple[dict[str, str], dict[str, str]]:
+                  prefix: str, work_dir: str,
+                  prefix_b: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """
     Return the environments of host A's and host B's processes for a two-host configuration.
 
     As :func:`dds_env`, but discovery on the link's subnet (allowed only inside the
     namespaces of test/support/two_hosts.py) and the variables that tools/bench_two_hosts.py
     gives every process of both hosts; :func:`two_host_bridge_env` adds the publisher's own.
+    ``prefix_b``: host B's processes run from that prefix (another distribution's) instead.
     """
     _, both = _bench_two_hosts().config_env(config, work_dir)
     hosts = []
-    for _ in range(2):
-        env = dds_env('stock', domain_id, fast_dds, prefix)
+    for host_prefix in (prefix, prefix_b or prefix):
+        host_fast_dds = (fast_dds if host_prefix == prefix
+                         else dds.find_fast_dds([os.path.join(host_prefix, 'lib')]))
+        env = dds_env('stock', domain_id, host_fast_dds, host_prefix)
         env.pop('ROS_LOCALHOST_ONLY', None)
         env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'
         env.update(both)
@@ -911,7 +917,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
              bridge_command: str | None = None, drive: str = 'play', variants: bool = True,
              floor_beside: bool = False, prefix: str = sys.prefix,
              profile_file: str | None = None, hosts: Any = None,
-             perf: bool = False) -> dict[str, Any]:
+             perf: bool = False, subscriber_prefix: str | None = None) -> dict[str, Any]:
     """
     Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures.
 
@@ -921,7 +927,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     ``floor_beside``: a bridge run also runs the floor's clock, INS and barrier in the same
     run (figures under ``floor_beside``). ``hosts``: a ``support.two_hosts.TwoHosts``; the
     emulator and the publisher (bridge or floor) then run on its host A, the subscriber on B,
-    with ``config`` one of tools/bench_two_hosts.py's (play only).
+    with ``config`` one of tools/bench_two_hosts.py's (play only), and the subscriber from
+    ``subscriber_prefix`` if given (a reader of another distribution's Fast DDS).
     """
     from acres_bridge.protocol.control import ControlClient
     tag = run_tag(mode, config, drive, rate)
@@ -934,7 +941,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         if drive != 'play' or floor_beside or profile:
             raise ValueError('across two hosts the benchmark plays, without --floor-beside '
                              'or --profile')
-        env, env_b = two_host_envs(config, domain_id, fast_dds, prefix, work_dir)
+        env, env_b = two_host_envs(config, domain_id, fast_dds, prefix, work_dir,
+                                   subscriber_prefix)
         wrapper_a = ('ip', 'netns', 'exec', hosts.a.name)
         wrapper_b = ('ip', 'netns', 'exec', hosts.b.name)
     me = [prefix_python(prefix), os.path.abspath(__file__)]
@@ -947,7 +955,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     load_before = os.getloadavg()
     publish_errors = None
     try:
-        subscriber = Child(f'{tag}-subscriber', me + [
+        sub_me = me if subscriber_prefix is None else [prefix_python(subscriber_prefix), me[1]]
+        subscriber = Child(f'{tag}-subscriber', sub_me + [
             '_subscriber', '--record', sub_record] + (['--variants'] if variants else [])
             + (['--beside'] if beside else []), env_b, work_dir, wrapper=wrapper_b)
         children.append(subscriber)
@@ -1020,6 +1029,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         cpu_start = sampler.cpu_s()
         subscriber_cpu = _Sampler(subscriber.process.pid, period_s=5.0)
         subscriber_cpu_start = subscriber_cpu.cpu_s()
+        receive_drops = (_bench_two_hosts().receive_drops(hosts.b) if hosts is not None
+                         else None)
         wall_start = time.monotonic()
         if control is not None and drive == 'lockstep':
             if floor is not None:
@@ -1053,6 +1064,10 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         sampler.stop()
         subscriber_cpu_s = subscriber_cpu.cpu_s() - subscriber_cpu_start
         subscriber_cpu.stop()
+        if receive_drops is not None:
+            # What host B's kernel dropped on receipt over the run (a full socket buffer).
+            receive_drops = {name: count - receive_drops[name] for name, count in
+                             _bench_two_hosts().receive_drops(hosts.b).items()}
         perf_figures = recorder.stop() if recorder is not None else None
         if control is not None:
             control.stop()
@@ -1090,6 +1105,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         rss_mb_max=round(max(rss), 1) if rss else None,
         rss_mb_series=[[round(t, 2), round(m, 1)] for t, m, _ in sampler.samples],
         floor_publish_errors=publish_errors, subscriber_executor=sub['executor'],
+        subscriber_fast_dds=sub.get('fast_dds'), subscriber_receive_drops=receive_drops,
         perf=perf_figures,
         loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()])
@@ -1350,14 +1366,16 @@ def run_two_hosts(*, rates: Sequence[float], configs: Sequence[str], seconds: fl
                   rate_seconds: dict[float, float] | None = None, repeat: int = 1,
                   mtu: int | None = None, domain_id: int, work_dir: str,
                   modes: Sequence[str] = ('bridge', 'floor'), log: Any = print,
-                  **options: Any) -> dict[str, Any]:
+                  subscriber_prefix: str | None = None, **options: Any) -> dict[str, Any]:
     """
     Run the bridge and the floor across two hosts per (rate, config), and on one host beside.
 
     Each repeat runs, for every rate and two-host configuration, the bridge and then the floor
     publisher on host A with the subscriber on host B (a fresh pair of namespaces each), then
     the same bridge and floor on one host (``stock``) at 1x, so that "cloud p50 across the
-    link against one host" is a ratio of one run's figures. ``options`` go to :func:`run_once`.
+    link against one host" is a ratio of one run's figures. ``subscriber_prefix``: host B's
+    subscriber runs from that prefix (the one-host runs keep the publisher's). ``options`` go
+    to :func:`run_once`.
     """
     two_hosts = _bench_two_hosts().two_hosts
     reason = two_hosts.unavailable()
@@ -1380,7 +1398,8 @@ def run_two_hosts(*, rates: Sequence[float], configs: Sequence[str], seconds: fl
                     try:
                         result = run_once(mode, config, rate, seconds=run_s,
                                           domain_id=domain_id, work_dir=work_dir,
-                                          hosts=hosts, **options)
+                                          hosts=hosts, subscriber_prefix=subscriber_prefix,
+                                          **options)
                     finally:
                         hosts.remove()
                     result['repeat'] = index
@@ -1407,7 +1426,7 @@ def run_two_hosts(*, rates: Sequence[float], configs: Sequence[str], seconds: fl
                         'python': platform.python_version()},
             'settings': {'seconds': seconds, 'rate_seconds': rate_seconds or {},
                          'rates': list(rates), 'configs': list(configs), 'repeat': repeat,
-                         'mtu': mtu},
+                         'mtu': mtu, 'subscriber_prefix': subscriber_prefix},
             'runs': runs, 'date': time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())}
 
 
@@ -1418,13 +1437,18 @@ def _load() -> str:
 def _two_host_line(result: dict[str, Any]) -> str:
     """One line: where, what; delivery and p50 of clouds, images, clock and IMU; CPU A and B."""
     parts = [f"{result['hosts']} host{'s' if result['hosts'] > 1 else ''} {result['mode']:6} "
-             f"{result['config']:17} {result['rate']:g}x"]
+             f"{result['config']:17} {result['rate']:g}x, {result['fast_dds']} -> "
+             f"{result.get('subscriber_fast_dds')}"]
     for topic in TWO_HOST_TOPICS:
         item = result['topics'][topic]
         parts.append(f"{topic.split('/')[-1]} {item['delivered']}/{item['sent']} p50 "
                      f"{item['latency_p50_ms']} p99 {item['latency_p99_ms']} ms")
     parts.append(f"cpu publisher {result['cpu_core_fraction']} subscriber "
                  f"{result['subscriber_cpu_core_fraction']} core")
+    drops = result.get('subscriber_receive_drops')
+    if drops:
+        parts.append(f"host B dropped {drops['udp_receive_buffer_errors']} UDP datagrams "
+                     '(socket buffer full)')
     return ' | '.join(parts)
 
 
@@ -1798,6 +1822,10 @@ def _parser() -> argparse.ArgumentParser:
                              f'configurations {", ".join(TWO_HOST_CONFIGS)} '
                              '(tools/bench_two_hosts.py), and each repeat also one host, stock, '
                              'at 1x')
+    parser.add_argument('--subscriber-distro', choices=sorted(DISTRO_PREFIXES), default=None,
+                        help='with --hosts 2: host B\'s subscriber runs from this '
+                             'distribution\'s prefix (a reader of its Fast DDS); default: the '
+                             'publisher\'s')
     parser.add_argument('--mtu', type=int, default=None,
                         help='with --hosts 2: the MTU of the link (default 1500)')
     parser.add_argument('--repeat', type=int, default=1,
@@ -1853,7 +1881,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             modes=args.modes, domain_id=args.domain_id, work_dir=work_dir, depth=args.depth,
             large_depth=args.large_depth, render_every=args.render_every,
             emulator_nice=args.emulator_nice, bridge_command=args.bridge_command,
-            variants=args.variants, prefix=prefix, log=lambda text: print(text, flush=True))
+            variants=args.variants, prefix=prefix, log=lambda text: print(text, flush=True),
+            subscriber_prefix=(os.path.join(ROOT, DISTRO_PREFIXES[args.subscriber_distro])
+                               if args.subscriber_distro else None))
         os.makedirs(args.output_dir, exist_ok=True)
         path = os.path.join(args.output_dir, (args.name or 'benchmarks_two_hosts') + '.json')
         with open(path, 'w', encoding='utf-8') as stream:
