@@ -153,6 +153,25 @@ def test_host_b_can_run_from_another_distributions_prefix(monkeypatch, tmp_path)
     assert benchmark.two_host_envs('own', 7, None, sys.prefix, str(tmp_path)) == (env_a, env_a)
 
 
+def test_the_two_host_profile_can_be_host_bs_alone(tmp_path):
+    """``two_hosts_profile_b``: the autonomy computer loads the profile, the simulator's not."""
+    from acres_bridge.nodes import dds
+    benchmark = _benchmark_module()
+    profile = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           'config', 'fastdds_two_hosts.xml')
+    for fast_dds, variable in ((dds.FastDds(2, 14, 'jazzy'), 'FASTRTPS_DEFAULT_PROFILES_FILE'),
+                               (dds.FastDds(3, 2, 'kilted'), 'FASTDDS_DEFAULT_PROFILES_FILE')):
+        env_a, env_b = benchmark.two_host_envs('two_hosts_profile_b', 7, fast_dds, sys.prefix,
+                                               str(tmp_path))
+        assert env_b[variable] == profile and os.path.isfile(profile)
+        assert not any(name in env_a for name in dds.PROFILE_VARIABLES.values())
+    # On both hosts: the variable of this Python's Fast DDS, as every process of the run has.
+    variable = dds.profile_variable(dds.find_fast_dds())
+    both = benchmark.two_host_envs('two_hosts_profile', 7, dds.find_fast_dds(), sys.prefix,
+                                   str(tmp_path))
+    assert all(env[variable] == profile for env in both)
+
+
 def test_the_report_is_written_as_json_markdown_and_png(report):
     benchmark, result, work_dir = report
     base = os.path.join(work_dir, 'smoke')

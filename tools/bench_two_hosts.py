@@ -20,6 +20,8 @@ datagrams for a full socket buffer, IP datagrams short of a fragment). Configura
 * ``buffers``: ``FASTDDS_BUILTIN_TRANSPORTS=DEFAULT?sockets_size=4MB`` on both hosts;
 * ``buffers_bridge``: the same in the bridge's process only (host B stock);
 * ``two_hosts_profile``: config/fastdds_two_hosts.xml (4 MiB socket buffers) on both hosts;
+* ``two_hosts_profile_b``: the same file on host B's readers only, the bridge's host as it is
+  (an autonomy computer set up as README "Two machines" says, the simulator's host untouched);
 * ``paced_bridge``: in the bridge's process only (host B stock), a Fast DDS flow controller on
   the writers of clouds and images (:func:`paced_profile_xml`: asynchronous publishing, at most
   ``PACED_BYTES_PER_MS`` a millisecond for both together, round robin), with
@@ -52,7 +54,7 @@ from acres_bridge.nodes import dds  # noqa: E402, I100
 
 CLIENT = os.path.join(TEST, 'two_host_client.py')
 CONFIGS = ('own', 'stock_heartbeat', 'large_data', 'buffers', 'buffers_bridge',
-           'two_hosts_profile', 'paced_bridge')
+           'two_hosts_profile', 'two_hosts_profile_b', 'paced_bridge')
 # The flow controller of paced_bridge: 128 KiB a millisecond (about 130 MB/s; a Polaris sends
 # 23 MB/s of clouds and images at 1x, in bursts of 2.3 MB ten times a second).
 PACED_BYTES_PER_MS = 131072
@@ -66,7 +68,7 @@ AGENT = 'polaris'
 
 def config_env(config: str, work_dir: str) -> tuple[dict[str, str], dict[str, str]]:
     """Return the extra environment of host A's bridge and of every process of both hosts."""
-    if config == 'own':
+    if config in ('own', 'two_hosts_profile_b'):
         return {}, {}
     if config == 'stock_heartbeat':
         fast_dds = dds.find_fast_dds()
@@ -90,6 +92,18 @@ def config_env(config: str, work_dir: str) -> tuple[dict[str, str], dict[str, st
         return {dds.profile_variable(dds.find_fast_dds()): path,
                 'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'}, {}
     raise ValueError(f'unknown configuration {config!r}')
+
+
+def reader_env(config: str, fast_dds: dds.FastDds | None = None) -> dict[str, str]:
+    """
+    Return the extra environment of host B's readers alone (on top of :func:`config_env`'s).
+
+    ``fast_dds``: the readers' Fast DDS, which names the profile variable (default: this
+    Python's).
+    """
+    if config == 'two_hosts_profile_b':
+        return {dds.profile_variable(fast_dds or dds.find_fast_dds()): TWO_HOSTS_PROFILE}
+    return {}
 
 
 def paced_profile_xml(agents: tuple[str, ...] = PACED_AGENTS,
@@ -179,13 +193,15 @@ def run_once(config: str, rate: float, seconds: float, mtu: int | None) -> dict:
         bridge_env, both_env = config_env(config, work_dir)
         pair = two_hosts.TwoHosts(mtu=mtu)
         try:
-            return _measure(pair, config, rate, seconds, bridge_env, both_env)
+            return _measure(pair, config, rate, seconds, bridge_env, both_env,
+                            reader_env(config))
         finally:
             pair.remove()
 
 
 def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
-             bridge_env: dict[str, str], both_env: dict[str, str]) -> dict:
+             bridge_env: dict[str, str], both_env: dict[str, str],
+             b_env: dict[str, str]) -> dict:
     emulator = pair.a.start([sys.executable, '-m', 'acres_bridge.emulator.server',
                              '--control-port', 'any', '--sensor-ports', '0', '--vehicles',
                              AGENT, '--rate', repr(rate)], **both_env)
@@ -194,9 +210,10 @@ def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
                            '-p', f'port:={port}'], **both_env, **bridge_env)
     bridge.wait_for(rf'sensor stream {AGENT}: hello from', START_S)
     logs = {}
-    for host, name in ((pair.a, 'host_a_reader'), (pair.b, 'host_b_reader')):
+    for host, name, env in ((pair.a, 'host_a_reader', both_env),
+                            (pair.b, 'host_b_reader', {**both_env, **b_env})):
         logs[host.name] = two_hosts.ClientLog(
-            host.start([sys.executable, CLIENT, name, '--read', AGENT], **both_env))
+            host.start([sys.executable, CLIENT, name, '--read', AGENT], **env))
     deadline = time.monotonic() + START_S
     while not all(log.update().ready for log in logs.values()):
         if time.monotonic() > deadline:

@@ -788,6 +788,8 @@ def two_host_envs(config: str, domain_id: int, fast_dds: dds.FastDds | None,
     namespaces of test/support/two_hosts.py) and the variables that tools/bench_two_hosts.py
     gives every process of both hosts; :func:`two_host_bridge_env` adds the publisher's own.
     ``prefix_b``: host B's processes run from that prefix (another distribution's) instead.
+    Host B's also get the configuration's variables for its readers alone
+    (``reader_env`` of tools/bench_two_hosts.py).
     """
     _, both = _bench_two_hosts().config_env(config, work_dir)
     hosts = []
@@ -799,6 +801,7 @@ def two_host_envs(config: str, domain_id: int, fast_dds: dds.FastDds | None,
         env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'
         env.update(both)
         hosts.append(env)
+    hosts[1].update(_bench_two_hosts().reader_env(config, host_fast_dds))
     return hosts[0], hosts[1]
 
 
@@ -1359,6 +1362,8 @@ def run_benchmark(*, rates: Sequence[float] = DEFAULT_RATES,
 
 
 TWO_HOST_CONFIGS = ('own', 'paced_bridge', 'two_hosts_profile')
+# Not run unless named: config/fastdds_two_hosts.xml in host B's subscriber only.
+TWO_HOST_EXTRA_CONFIGS = ('two_hosts_profile_b',)
 TWO_HOST_TOPICS = ('lidar/points', 'camera/image_raw', '/clock', 'ins/imu')
 
 
@@ -1746,7 +1751,8 @@ def _parser() -> argparse.ArgumentParser:
                     'real-time factors, with stock Fast DDS and with the package\'s profile.')
     parser.add_argument('--rates', type=float, nargs='+', default=list(DEFAULT_RATES),
                         help='real-time factors (default 1 10)')
-    parser.add_argument('--configs', nargs='+', choices=DEFAULT_CONFIGS + TWO_HOST_CONFIGS,
+    parser.add_argument('--configs', nargs='+',
+                        choices=DEFAULT_CONFIGS + TWO_HOST_CONFIGS + TWO_HOST_EXTRA_CONFIGS,
                         default=None,
                         help='DDS configurations: stock (nothing in the environment), profile '
                              '(the shipped profile for the prefix\'s Fast DDS); default both')
