@@ -20,7 +20,6 @@ import argparse
 import json
 import queue
 import signal
-import struct
 import sys
 import threading
 import time
@@ -36,15 +35,9 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.srv import StepSimulation
 
+from acres_bridge.conversions.cdr import time_nanoseconds
+
 POLL_S = 0.01
-# After the 4-byte CDR encapsulation: builtin_interfaces/Time (int32 sec, uint32 nanosec).
-_STAMP = struct.Struct('<iI')
-
-
-def stamp_ns(raw: bytes) -> int:
-    """Return the leading stamp of a serialised message (Header or Clock), in ns."""
-    sec, nanosec = _STAMP.unpack_from(raw, 4)
-    return sec * 1_000_000_000 + nanosec
 
 
 def main(argv: list[str]) -> int:
@@ -67,7 +60,7 @@ def main(argv: list[str]) -> int:
 
     def record(topic: str):
         def on_message(message: bytes, info) -> None:
-            say(f'msg {topic} {info["received_timestamp"]} {stamp_ns(message)}')
+            say(f'msg {topic} {info["received_timestamp"]} {time_nanoseconds(message)}')
         return on_message
 
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,

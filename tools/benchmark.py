@@ -792,16 +792,17 @@ def two_host_envs(config: str, domain_id: int, fast_dds: dds.FastDds | None,
     (``reader_env`` of tools/bench_two_hosts.py).
     """
     _, both = _bench_two_hosts().config_env(config, work_dir)
+    prefix_b = prefix_b or prefix
+    fast_dds_b = (fast_dds if prefix_b == prefix
+                  else dds.find_fast_dds([os.path.join(prefix_b, 'lib')]))
     hosts = []
-    for host_prefix in (prefix, prefix_b or prefix):
-        host_fast_dds = (fast_dds if host_prefix == prefix
-                         else dds.find_fast_dds([os.path.join(host_prefix, 'lib')]))
+    for host_prefix, host_fast_dds in ((prefix, fast_dds), (prefix_b, fast_dds_b)):
         env = dds_env('stock', domain_id, host_fast_dds, host_prefix)
         env.pop('ROS_LOCALHOST_ONLY', None)
         env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'SUBNET'
         env.update(both)
         hosts.append(env)
-    hosts[1].update(_bench_two_hosts().reader_env(config, host_fast_dds))
+    hosts[1].update(_bench_two_hosts().reader_env(config, fast_dds_b))
     return hosts[0], hosts[1]
 
 
