@@ -172,6 +172,28 @@ def test_the_two_host_profile_can_be_host_bs_alone(tmp_path):
     assert all(env[variable] == profile for env in both)
 
 
+def test_across_the_link_a_cloud_is_judged_by_when_the_subscriber_took_it():
+    """Fast DDS 3.x stamps a fragmented cloud's reception at its first fragment, 2.x its last."""
+    benchmark = _benchmark_module()
+
+    def run(hosts: int, stamped_ms: float, taken_ms: float) -> dict:
+        cloud = {'sent': 100, 'delivered': 100, 'lost': 0, 'latency_p50_ms': stamped_ms,
+                 'latency_p99_ms': stamped_ms, 'take_latency_p50_ms': taken_ms}
+        return {'hosts': hosts, 'mode': 'bridge', 'config': 'own', 'rate': 1.0,
+                'topics': {'lidar/points': cloud}}
+    one_host, across = run(1, 2.0, 4.0), run(2, 3.0, 12.0)
+    across['vs_one_host'] = benchmark._ratios(across, one_host)
+    [line] = benchmark.two_host_comparison([across, one_host])
+    assert across['vs_one_host']['lidar/points']['take_latency_p50_ratio'] == 3.0
+    assert 'cloud p50 taken 12.0 ms, x3.0 the one-host' in line
+    assert '(stamped 3.0 ms, x1.5)' in line
+    floor = run(2, 1.0, 9.0)
+    floor['mode'] = 'floor'
+    across['vs_floor'] = benchmark._ratios(across, floor)
+    [line] = benchmark.two_host_comparison([across, floor, one_host])
+    assert 'cloud p50 taken 12.0 ms, +3.0 over the floor across the link, x3.0' in line
+
+
 def test_the_report_is_written_as_json_markdown_and_png(report):
     benchmark, result, work_dir = report
     base = os.path.join(work_dir, 'smoke')

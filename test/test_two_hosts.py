@@ -149,7 +149,7 @@ def test_every_topic_of_a_polaris_reaches_host_b_in_play(two_hosts, mtu, profile
     def resumed() -> dict[str, int]:
         first = {}
         for topic in topics:
-            after = [received for received, _ in reader.update().messages[topic]
+            after = [received for received, _, _ in reader.update().messages[topic]
                      if received > up_ns]
             if not after:
                 return {}
@@ -210,7 +210,7 @@ class Stepping:
         due = step_counts(self.model, answer['before'], answer['after'])
 
         def in_window(topic: str) -> list[int]:
-            return [received for received, stamp in self.reader.messages.get(topic, [])
+            return [received for received, stamp, _ in self.reader.messages.get(topic, [])
                     if low < stamp < high]
 
         def printed() -> bool:

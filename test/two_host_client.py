@@ -6,11 +6,13 @@ A client process on one of two hosts: a reader of every topic of a step, a stepp
 
 ``python two_host_client.py NODE_NAME [--read AGENT...] [--step]``
 
-With ``--read`` it subscribes (reliable, keep-last 1000, raw) to /clock and each agent's
-topics of a step and prints ``msg <topic> <received_ns> <stamp_ns>`` per message: when DDS
-received it (system clock, MessageInfo) and its header stamp (every one of these types starts
-with a stamp). With ``--step`` it serves its standard input: a line ``service N`` or
-``action N`` steps N times through ``step_simulation`` or ``simulate_steps`` and prints
+With ``--read`` it subscribes (reliable, keep-last 1000, raw) to /clock and each agent's topics
+of a step and prints ``msg <topic> <received_ns> <stamp_ns> <taken_ns>`` per message: when DDS
+received it (system clock, MessageInfo), its header stamp (every one of these types starts with
+a stamp) and when this process had it (system clock). For a message sent in fragments the
+reception stamp is the first fragment's on Fast DDS 3.x and the last one's on 2.x; the time
+taken means the same on both. With ``--step`` it serves its standard input: a line ``service
+N`` or ``action N`` steps N times through ``step_simulation`` or ``simulate_steps`` and prints
 ``answer {"result": ..., "message": ..., "at_ns": ..., "wait_s": ...}``. It prints ``ready``
 once every reader has a publisher and the service and action server are there. It stops on
 SIGINT, SIGTERM or the end of its input.
@@ -60,7 +62,9 @@ def main(argv: list[str]) -> int:
 
     def record(topic: str):
         def on_message(message: bytes, info) -> None:
-            say(f'msg {topic} {info["received_timestamp"]} {time_nanoseconds(message)}')
+            taken_ns = time.time_ns()
+            say(f'msg {topic} {info["received_timestamp"]} {time_nanoseconds(message)} '
+                f'{taken_ns}')
         return on_message
 
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,

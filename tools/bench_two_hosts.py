@@ -8,8 +8,10 @@ Two network namespaces joined by a veth link (test/support/two_hosts.py, root on
 runs the emulator of one Polaris in play, the ``acres_bridge`` executable and a reader
 (test/two_host_client.py) beside it; host B runs the same reader, reliable keep-last 1000.
 What A's reader got is what the bridge published; what B's lacks of it, within the span B
-covers, is lost across the link. Latency is B's reception time minus A's for the same message
-(the link's cost over a reader on the bridge's host). CPU is the processes' CPU seconds per
+covers, is lost across the link. Latency is when B's reader had the message minus when A's
+had it (the link's cost over a reader on the bridge's host): the time each process took it,
+not DDS's reception stamp, which for a message sent in fragments is the first fragment's on
+Fast DDS 3.x and the last one's on 2.x. CPU is the processes' CPU seconds per
 second of the run on each host; host B's kernel counts what it dropped on receipt (UDP
 datagrams for a full socket buffer, IP datagrams short of a fragment). Configurations:
 
@@ -232,15 +234,14 @@ def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
                'cpu_a': round(cpu[pair.a.name], 2), 'cpu_b': round(cpu[pair.b.name], 2),
                'host_b_drops': drops}
     for topic, sent in reference.messages.items():
-        got = dict((stamp, received) for received, stamp in reader.messages.get(topic, []))
+        got = {stamp: taken for _, stamp, taken in reader.messages.get(topic, [])}
         if not got:
             figures['topics'][topic] = {'sent': len(sent), 'lost': len(sent)}
             continue
         low, high = min(got), max(got)
-        window = [(received, stamp) for received, stamp in sent if low <= stamp <= high]
+        window = [(taken, stamp) for _, stamp, taken in sent if low <= stamp <= high]
         lost = sum(1 for _, stamp in window if stamp not in got)
-        extra_ms = [(got[stamp] - received) * 1e-6 for received, stamp in window
-                    if stamp in got]
+        extra_ms = [(got[stamp] - taken) * 1e-6 for taken, stamp in window if stamp in got]
         figures['topics'][topic] = {
             'sent': len(window), 'lost': lost,
             'extra_p50_ms': round(statistics.median(extra_ms), 2) if extra_ms else None,

@@ -45,9 +45,13 @@ configurations of tools/bench_two_hosts.py (``own``, ``paced_bridge``, ``two_hos
 Both hosts share one kernel, so the CLOCK_MONOTONIC times of the two sides compare directly.
 Each repeat ends with the bridge and the floor on one host (stock, 1x), and prints the loss,
 the cloud's p50 over the floor across the link and its ratio to the one-host bridge's; the
-report goes to ``<output-dir>/benchmarks_two_hosts.json``. ``--subscriber-distro`` runs host B's
-subscriber from another distribution's prefix (a Jazzy bridge to a Kilted reader, say), so a
-delay can be placed on the writer's side or the reader's.
+report goes to ``<output-dir>/benchmarks_two_hosts.json``. That comparison judges the cloud
+by when the subscriber took it (``take_latency``; each run's line shows both), not by the
+reception stamp: for a message sent in fragments (anything over 64 KB over UDP) Fast DDS
+3.2 stamps the reception when the first fragment arrives and 2.14 when the last one does
+(seen on the wire with a capture on host B), so only the take time means the same on both.
+``--subscriber-distro`` runs host B's subscriber from another distribution's prefix (a Jazzy
+bridge to a Kilted reader, say), so a delay can be placed on the writer's side or the reader's.
 
     sudo .venv/bin/python tools/benchmark.py --hosts 2 --repeat 3 --seconds 60 --rates 1 \
         --no-variants
@@ -1177,6 +1181,8 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]],
                 take_latencies.append((take_s - publish_s) * 1000.0)
         latencies.sort()
         take_latencies.sort()
+        # The reception stamp of a fragmented message is its first fragment's on Fast DDS 3.x
+        # and its last one's on 2.x; the take time is when the message was whole on both.
         topics[topic] = {
             'sent': len(frames), 'delivered': len(seen), 'lost': len(frames) - len(seen),
             'loss_pct': round(100.0 * (len(frames) - len(seen)) / len(frames), 3)
@@ -1185,7 +1191,8 @@ def _figures(sent: list[list[Any]], received: dict[str, list[list[Any]]],
             'latency_p50_ms': _round(_percentile(latencies, 0.5)),
             'latency_p99_ms': _round(_percentile(latencies, 0.99)),
             'latency_max_ms': _round(latencies[-1] if latencies else None),
-            'take_latency_p50_ms': _round(_percentile(take_latencies, 0.5))}
+            'take_latency_p50_ms': _round(_percentile(take_latencies, 0.5)),
+            'take_latency_p99_ms': _round(_percentile(take_latencies, 0.99))}
     return {'topics': topics}
 
 
@@ -1250,8 +1257,8 @@ def _ratios(bridge: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
             continue
         b, f = bridge['topics'][topic], floor['topics'][topic]
         entry = {}
-        for name in ('latency_p50_ms', 'latency_p99_ms'):
-            if b[name] is not None and f[name] is not None:
+        for name in ('latency_p50_ms', 'latency_p99_ms', 'take_latency_p50_ms'):
+            if b.get(name) is not None and f.get(name) is not None:
                 entry[name.replace('latency_', 'added_')] = round(b[name] - f[name], 3)
                 entry[name.replace('_ms', '_ratio')] = (
                     round(b[name] / f[name], 2) if f[name] > 0 else None)
@@ -1448,7 +1455,8 @@ def _two_host_line(result: dict[str, Any]) -> str:
     for topic in TWO_HOST_TOPICS:
         item = result['topics'][topic]
         parts.append(f"{topic.split('/')[-1]} {item['delivered']}/{item['sent']} p50 "
-                     f"{item['latency_p50_ms']} p99 {item['latency_p99_ms']} ms")
+                     f"{item['latency_p50_ms']} p99 {item['latency_p99_ms']} ms (taken p50 "
+                     f"{item.get('take_latency_p50_ms')})")
     parts.append(f"cpu publisher {result['cpu_core_fraction']} subscriber "
                  f"{result['subscriber_cpu_core_fraction']} core")
     drops = result.get('subscriber_receive_drops')
@@ -1459,7 +1467,13 @@ def _two_host_line(result: dict[str, Any]) -> str:
 
 
 def two_host_comparison(runs: Sequence[dict[str, Any]]) -> list[str]:
-    """Lines per two-host bridge run: loss, cloud p50 over the floor and over one host."""
+    """
+    Lines per two-host bridge run: loss, cloud p50 over the floor and over one host.
+
+    The cloud's p50 is its take latency, when the subscriber had the whole message: the
+    reception stamp of a fragmented message means its first fragment on Fast DDS 3.x and its
+    last on 2.x (it is shown too, as "stamped").
+    """
     lines = []
     for run in runs:
         if run['hosts'] != 2 or run['mode'] != 'bridge':
@@ -1468,11 +1482,14 @@ def two_host_comparison(runs: Sequence[dict[str, Any]]) -> list[str]:
                 if '@' not in topic and item['lost']}
         floor = run.get('vs_floor', {}).get('lidar/points', {})
         one = run.get('vs_one_host', {}).get('lidar/points', {})
+        cloud = run['topics']['lidar/points']
+        over_floor = (f", +{floor['take_added_p50_ms']} over the floor across the link"
+                      if 'take_added_p50_ms' in floor else '')
         lines.append(
-            f"{run['config']:17} {run['rate']:g}x: lost {lost or 'none'}; cloud p50 "
-            f"{run['topics']['lidar/points']['latency_p50_ms']} ms, +{floor.get('added_p50_ms')} "
-            f"over the floor across the link, x{one.get('latency_p50_ratio')} the one-host "
-            "bridge's")
+            f"{run['config']:17} {run['rate']:g}x: lost {lost or 'none'}; cloud p50 taken "
+            f"{cloud.get('take_latency_p50_ms')} ms{over_floor}, "
+            f"x{one.get('take_latency_p50_ratio')} the one-host bridge's (stamped "
+            f"{cloud['latency_p50_ms']} ms, x{one.get('latency_p50_ratio')})")
     return lines
 
 

@@ -287,13 +287,13 @@ class ClientLog:
     """
     What a test/two_host_client.py process printed: messages per topic, answers, readiness.
 
-    ``messages[topic]`` is a list of (received_ns, stamp_ns); ``answers`` the answer objects
-    in order. :meth:`update` reads the lines printed since the last call.
+    ``messages[topic]`` is a list of (received_ns, stamp_ns, taken_ns); ``answers`` the answer
+    objects in order. :meth:`update` reads the lines printed since the last call.
     """
 
     def __init__(self, process: Background) -> None:
         self.process = process
-        self.messages: dict[str, list[tuple[int, int]]] = {}
+        self.messages: dict[str, list[tuple[int, int, int]]] = {}
         self.answers: list[dict] = []
         self.ready = False
         self._read = 0
@@ -304,8 +304,9 @@ class ClientLog:
         for line in lines:
             kind, _, rest = line.strip().partition(' ')
             if kind == 'msg':
-                topic, received, stamp = rest.split()
-                self.messages.setdefault(topic, []).append((int(received), int(stamp)))
+                topic, received, stamp, taken = rest.split()
+                self.messages.setdefault(topic, []).append(
+                    (int(received), int(stamp), int(taken)))
             elif kind == 'answer':
                 self.answers.append(json.loads(rest))
             elif kind == 'ready':
@@ -314,4 +315,4 @@ class ClientLog:
 
     def stamps(self, topic: str) -> list[int]:
         """Return the stamps received on a topic, in order of arrival."""
-        return [stamp for _, stamp in self.update().messages.get(topic, [])]
+        return [stamp for _, stamp, _ in self.update().messages.get(topic, [])]
