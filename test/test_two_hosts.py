@@ -198,9 +198,11 @@ class Stepping:
         """
         What host B's reader lacked of the answer's steps when the answer came.
 
-        The reader prints a message when its callback runs, which can be after it printed
-        an answer that DDS received later: first wait (ARRIVAL_S at most) until every message
-        due is printed, then count those that DDS had received by the answer.
+        The client takes what its readers hold before it prints an answer, as a lockstep client
+        reads a step's messages after the answer: a message it took by then was there. What
+        arrives later is printed later: first wait (ARRIVAL_S at most) until every message due
+        is printed, then count those taken by the answer. (DDS's reception stamp would not do:
+        Fast DDS 3.x stamps a message sent in fragments when its first fragment arrives.)
         """
         barrier = f'/{AGENT}/step_barrier'
         if self.t0_ns is None:
@@ -210,7 +212,7 @@ class Stepping:
         due = step_counts(self.model, answer['before'], answer['after'])
 
         def in_window(topic: str) -> list[int]:
-            return [received for received, stamp, _ in self.reader.messages.get(topic, [])
+            return [taken for _, stamp, taken in self.reader.messages.get(topic, [])
                     if low < stamp < high]
 
         def printed() -> bool:
@@ -223,10 +225,10 @@ class Stepping:
         missing = {}
         for topic, count in due.items():
             window = in_window(topic)
-            had = sum(1 for received in window if received <= answer['at_ns'])
+            had = sum(1 for taken in window if taken <= answer['at_ns'])
             if had != count:
-                late_ms = [round((received - answer['at_ns']) * 1e-6, 1) for received in window
-                           if received > answer['at_ns']]
+                late_ms = [round((taken - answer['at_ns']) * 1e-6, 1) for taken in window
+                           if taken > answer['at_ns']]
                 missing[topic] = f'{had} of {count} (later, ms after the answer: {late_ms})'
         return missing
 

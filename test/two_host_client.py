@@ -9,13 +9,15 @@ A client process on one of two hosts: a reader of every topic of a step, a stepp
 With ``--read`` it subscribes (reliable, keep-last 1000, raw) to /clock and each agent's topics
 of a step and prints ``msg <topic> <received_ns> <stamp_ns> <taken_ns>`` per message: when DDS
 received it (system clock, MessageInfo), its header stamp (every one of these types starts with
-a stamp) and when this process had it (system clock). For a message sent in fragments the
+a stamp) and when this process took it (system clock). For a message sent in fragments the
 reception stamp is the first fragment's on Fast DDS 3.x and the last one's on 2.x; the time
 taken means the same on both. With ``--step`` it serves its standard input: a line ``service
 N`` or ``action N`` steps N times through ``step_simulation`` or ``simulate_steps`` and prints
-``answer {"result": ..., "message": ..., "at_ns": ..., "wait_s": ...}``. It prints ``ready``
-once every reader has a publisher and the service and action server are there. It stops on
-SIGINT, SIGTERM or the end of its input.
+``answer {"result": ..., "message": ..., "at_ns": ..., "wait_s": ...}`` once it has taken what
+its readers hold, as a lockstep client reads a step's messages after the answer: a message
+taken before ``at_ns`` was there when the answer came. It prints ``ready`` once every reader
+has a publisher and the service and action server are there. It stops on SIGINT, SIGTERM or the
+end of its input.
 """
 
 import argparse
@@ -80,7 +82,15 @@ def main(argv: list[str]) -> int:
             return False
         return service is None or (service.service_is_ready() and action.server_is_ready())
 
+    def take_waiting() -> None:
+        # What every reader holds now, as a lockstep client reads a step's messages once the
+        # step is answered (the executor then finds nothing to take for them).
+        for reader in readers:
+            while (taken := reader.handle.take_message(reader.msg_type, True)) is not None:
+                reader.callback(*taken)
+
     def answer(started: float, result) -> None:
+        take_waiting()
         say('answer ' + json.dumps({'result': result.result, 'message': result.error_message,
                                     'at_ns': time.time_ns(),
                                     'wait_s': time.monotonic() - started}))
