@@ -80,6 +80,9 @@ SERVICE_WAIT_S = 5.0
 # their publishers: a client that subscribes and steps at once gets the whole step.
 READERS_WAIT_S = 2.0
 SERVICE_TIMEOUT_S = 120.0
+# A stop still going after this long writes every thread's Python stack to stderr (the launch
+# log): ros2 launch sends SIGTERM 5 s after SIGINT, which ends the process where it stands.
+STOP_REPORT_S = 4.0
 # Services every node has: Foxglove's parameter panel is the place for those.
 NODE_SERVICES = ('describe_parameters', 'get_parameter_types', 'get_parameters',
                  'list_parameters', 'set_parameters', 'set_parameters_atomically',
@@ -503,7 +506,8 @@ def main(args: list[str] | None = None) -> int:
         executor.add_node(node)
         return node.destroy_node
 
-    return run_until_shutdown('foxglove_view', ViewExecutor, build, args)
+    return run_until_shutdown('foxglove_view', ViewExecutor, build, args,
+                              report_stop_after_s=STOP_REPORT_S)
 
 
 if __name__ == '__main__':
