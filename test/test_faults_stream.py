@@ -186,6 +186,11 @@ def test_stalled_stream_keeps_the_connection_and_resumes(rig):
     emulator, proxy, client, watcher = rig()
     fault = proxy.inject('stall', frame_type=FrameType.CLOCK)
     assert fault.wait(WAIT_S)
+    # Every frame the proxy sent before the stalled one has reached the client.
+    before = (fault.sequence - 1) & 0xFFFFFFFF
+    wait_until(lambda: any(item['last_sequence'] == before
+                           for item in client.stats['by_type'].values()),
+               WAIT_S, 'the frames before the stalled one')
     counted = client.stats['by_type']['clock']['frames']
     # The stream is silent while stalled: the emulator goes on making clock frames (20 more
     # than the proxy holds back) and not one of them reaches the client.

@@ -68,6 +68,9 @@ class Fault:
         garbage and unknown_type: the bytes to send), ``seed`` (garbage), ``keep`` (cut: the
         payload bytes sent before closing), ``delay_s`` (delay), ``line`` (replace: the bytes
         sent instead of the reply, a newline added), ``id_offset`` (rewrite_id).
+
+    A stream fault notes the sequence number of the frame it acted on (``sequence``) before
+    it fires: a reader has every frame before it once its last sequence is the one before.
     """
 
     action: str
@@ -77,6 +80,7 @@ class Fault:
     fired: threading.Event = dataclasses.field(default_factory=threading.Event)
     release: threading.Event = dataclasses.field(default_factory=threading.Event)
     fired_at: float | None = None
+    sequence: int | None = None
 
     def wait(self, timeout_s: float) -> bool:
         """Wait until the fault fired; return whether it did."""
@@ -378,6 +382,7 @@ class FaultProxy:
                 if not session.send_to_client(header + payload):
                     return
                 continue
+            fault.sequence = sequence
             logger.info('fault proxy %s: %s at frame %d (type %d, %d bytes)', self.name,
                         fault.action, sequence, kind, size)
             if not self._stream_fault(session, fault, header, payload):
