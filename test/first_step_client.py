@@ -21,6 +21,7 @@ import threading
 import time
 
 from lockstep_subscriber import step_topics
+from lockstep_subscriber import take_waiting
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
@@ -76,11 +77,8 @@ def main(argv: list[str]) -> int:
         answered: dict[str, object] = {}
 
         def answer(result) -> None:
-            # Take what the readers hold (the executor then finds nothing for them), then note
-            # the answer's time: a message taken before it was there when the answer came.
-            for reader in readers:
-                while (taken := reader.handle.take_message(reader.msg_type, True)) is not None:
-                    reader.callback(*taken)
+            # A message taken before the answer's time was there when the answer came.
+            take_waiting(readers)
             answered.setdefault('at_ns', time.time_ns())
             answered['result'] = result
 

@@ -42,6 +42,19 @@ def step_topics(agents: list[str]) -> dict[str, type]:
     return topics
 
 
+def take_waiting(subscriptions) -> None:
+    """
+    Take what each subscription holds now and hand it to its callback.
+
+    What a lockstep client does when a step's answer arrives: the step's messages are there.
+    Called on the executor's thread, which then finds nothing left to take for them.
+    """
+    for subscription in subscriptions:
+        take = subscription.handle.take_message
+        while (taken := take(subscription.msg_type, subscription.raw)) is not None:
+            subscription.callback(*taken)
+
+
 def main(argv: list[str]) -> int:
     name, reliability, *agents = argv
     policy = (ReliabilityPolicy.RELIABLE if reliability == 'reliable'

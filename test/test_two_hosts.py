@@ -49,15 +49,10 @@ MTUS = [pytest.param(None, id='mtu_default'), pytest.param(1280, id='mtu_1280')]
 
 def start_session(pair, *, lockstep: bool) -> None:
     """Start the emulator and the bridge on host A; return when the bridge has its stream."""
-    emulator = pair.a.start(
-        [sys.executable, '-m', 'acres_bridge.emulator.server', '--control-port', 'any',
-         '--sensor-ports', '0', '--vehicles', AGENT,
-         *(['--lockstep', '--drive', 'hold'] if lockstep else [])])
-    port = emulator.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+)', START_S).group(1)
-    bridge = pair.a.start([sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
-                           '-p', f'port:={port}', '-p', f'ack_timeout_s:={ACK_TIMEOUT_S}'])
-    bridge.wait_for(rf'sensor stream {AGENT}: hello from', START_S)
-    return emulator, bridge
+    from support.two_hosts import start_bridge
+    return start_bridge(pair.a, AGENT, start_s=START_S,
+                        emulator_options=['--lockstep', '--drive', 'hold'] if lockstep else [],
+                        bridge_parameters=[f'ack_timeout_s:={ACK_TIMEOUT_S}'])
 
 
 def start_client(host, name: str, *options: str):

@@ -29,6 +29,7 @@ import threading
 import time
 
 from lockstep_subscriber import step_topics
+from lockstep_subscriber import take_waiting
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.executors import ExternalShutdownException
@@ -82,15 +83,8 @@ def main(argv: list[str]) -> int:
             return False
         return service is None or (service.service_is_ready() and action.server_is_ready())
 
-    def take_waiting() -> None:
-        # What every reader holds now, as a lockstep client reads a step's messages once the
-        # step is answered (the executor then finds nothing to take for them).
-        for reader in readers:
-            while (taken := reader.handle.take_message(reader.msg_type, True)) is not None:
-                reader.callback(*taken)
-
     def answer(started: float, result) -> None:
-        take_waiting()
+        take_waiting(readers)
         say('answer ' + json.dumps({'result': result.result, 'message': result.error_message,
                                     'at_ns': time.time_ns(),
                                     'wait_s': time.monotonic() - started}))

@@ -204,13 +204,8 @@ def run_once(config: str, rate: float, seconds: float, mtu: int | None) -> dict:
 def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
              bridge_env: dict[str, str], both_env: dict[str, str],
              b_env: dict[str, str]) -> dict:
-    emulator = pair.a.start([sys.executable, '-m', 'acres_bridge.emulator.server',
-                             '--control-port', 'any', '--sensor-ports', '0', '--vehicles',
-                             AGENT, '--rate', repr(rate)], **both_env)
-    port = emulator.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+)', START_S).group(1)
-    bridge = pair.a.start([sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
-                           '-p', f'port:={port}'], **both_env, **bridge_env)
-    bridge.wait_for(rf'sensor stream {AGENT}: hello from', START_S)
+    two_hosts.start_bridge(pair.a, AGENT, emulator_options=['--rate', repr(rate)],
+                           start_s=START_S, **both_env, **bridge_env)
     logs = {}
     for host, name, env in ((pair.a, 'host_a_reader', both_env),
                             (pair.b, 'host_b_reader', {**both_env, **b_env})):

@@ -188,11 +188,10 @@ def sample_timelines(datagrams: Iterable[tuple[int, str, bytes]], publisher: str
 
 
 def _percentiles(values: list[float]) -> str:
+    from bench_two_hosts import _percentile
     if not values:
         return 'none'
-    ordered = sorted(values)
-    pick = [ordered[min(len(ordered) - 1, int(share * len(ordered)))] for share in (.1, .5, .9)]
-    return ' / '.join(f'{value:.2f}' for value in pick)
+    return ' / '.join(f'{_percentile(values, share):.2f}' for share in (.1, .5, .9))
 
 
 def report(samples: dict[tuple[bytes, int], Sample],
@@ -271,13 +270,8 @@ def capture(seconds: float, config: str, work_dir: str) -> list[str]:
     pair = two_hosts.TwoHosts()
     pcap = os.path.join(work_dir, 'host_b.pcap')
     try:
-        emulator = pair.a.start([sys.executable, '-m', 'acres_bridge.emulator.server',
-                                 '--control-port', 'any', '--sensor-ports', '0',
-                                 '--vehicles', AGENT, '--rate', '1'])
-        port = emulator.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+)', START_S).group(1)
-        bridge = pair.a.start([sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
-                               '-p', f'port:={port}'])
-        bridge.wait_for(rf'sensor stream {AGENT}: hello from', START_S)
+        two_hosts.start_bridge(pair.a, AGENT, emulator_options=['--rate', '1'],
+                               start_s=START_S)
         reader = pair.b.start([sys.executable, os.path.abspath(__file__), '--read'],
                               **bench_two_hosts.reader_env(config))
         reader.wait_for(r'^ready$', START_S)

@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -281,6 +282,27 @@ class TwoHosts:
         for host in self._created:
             _delete(host.name)
         self._created = []
+
+
+def start_bridge(host: Host, agent: str, *, emulator_options: Sequence[str] = (),
+                 bridge_parameters: Sequence[str] = (), start_s: float = 120.0,
+                 **env: str) -> tuple[Background, Background]:
+    """
+    Start the emulator of ``agent`` and the ``acres_bridge`` executable on a host.
+
+    Returns (emulator, bridge) once the bridge has the agent's sensor stream. ``env`` goes to
+    both processes; ``bridge_parameters`` are ``name:=value`` texts.
+    """
+    emulator = host.start([sys.executable, '-m', 'acres_bridge.emulator.server',
+                           '--control-port', 'any', '--sensor-ports', '0', '--vehicles', agent,
+                           *emulator_options], **env)
+    port = emulator.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+)', start_s).group(1)
+    parameters = [item for text in (f'port:={port}', *bridge_parameters)
+                  for item in ('-p', text)]
+    bridge = host.start([sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+                         *parameters], **env)
+    bridge.wait_for(rf'sensor stream {agent}: hello from', start_s)
+    return emulator, bridge
 
 
 class ClientLog:
