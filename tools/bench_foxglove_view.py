@@ -6,21 +6,26 @@ Measure what the Foxglove view costs: its CPU and memory, and the bridge's laten
 
 Each run is tools/benchmark.py's ``bridge`` run at 1x with stock Fast DDS (the emulator playing,
 the ``sensor_bridge`` executable, the raw measuring subscriber, each in its own process) with
-one of three ``view`` sides:
+one of four ``view`` sides:
 
 ``none``
     nothing more: the floor of the comparison.
 ``client``
     the ``foxglove_view`` executable and a Foxglove protocol client (test/foxglove_client.py, a
     process of its own) subscribed to every topic of the Polaris.
+``reader``
+    in the view's place, tools/bare_reader.py: the cheapest rclpy reader of the same topics
+    (serialised, the view's QoS, taken every 10 ms as the view's thread takes them), which
+    sends nothing anywhere. Its CPU is the floor of the view's in the same hour: what taking
+    every topic from ROS in Python costs on this machine.
 ``paused``
-    the same, with the client stopped (SIGSTOP) once it has subscribed: it reads nothing
-    while the run lasts.
+    the same as ``client``, with the client stopped (SIGSTOP) once it has subscribed: it reads
+    nothing while the run lasts.
 
-Sides alternate (none, client, none, client, ..., then paused), so that the machine's load
-falls on both alike. The figures: the subscriber's /clock (and other topics') p50 latency from
-the simulator's publish time, the view's CPU over the run as a fraction of a core, its RSS at
-the start and at most.
+Sides alternate (none, client, reader, none, client, reader, ..., then paused), so that the
+machine's load falls on all alike. The figures: the subscriber's /clock (and other topics')
+p50 latency from the simulator's publish time, the view's CPU over the run as a fraction of a
+core (and the bare reader's), the view's RSS at the start and at most.
 
     .venv/bin/python tools/bench_foxglove_view.py --seconds 30 --repeat 2
     .venv/bin/python tools/bench_foxglove_view.py --distro jazzy --seconds 30
@@ -48,7 +53,8 @@ import benchmark  # noqa: E402  (the harness of tools/benchmark.py: children, re
 
 ROOT = os.path.dirname(TOOLS)
 CLIENT = os.path.join(ROOT, 'test', 'foxglove_client.py')
-SIDES = ('none', 'client')
+BARE_READER = os.path.join(TOOLS, 'bare_reader.py')
+SIDES = ('none', 'client', 'reader')
 TOPICS = ('/clock', '/tf_static', '/polaris/lidar/points', '/polaris/camera/image_raw',
           '/polaris/camera/camera_info', '/polaris/ins/imu', '/polaris/ins/fix',
           '/polaris/ins/odometry', '/polaris/ground_truth/odometry', '/diagnostics')
@@ -67,7 +73,7 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
     sub_record = os.path.join(work_dir, f'{tag}-subscriber.json')
     pub_record = os.path.join(work_dir, f'{tag}-sent.json')
     children: list[benchmark.Child] = []
-    view = client = None
+    view = client = reader = None
     try:
         subscriber = benchmark.Child(f'{tag}-subscriber', me + [
             '_subscriber', '--record', sub_record], env, work_dir)
@@ -82,7 +88,12 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
         bridge = benchmark.Child(f'{tag}-bridge', benchmark._bridge_argv(
             int(ports['sensor']), None, prefix), env, work_dir, interrupt=True)
         children.insert(0, bridge)
-        if side != 'none':
+        if side == 'reader':
+            reader = benchmark.Child(f'{tag}-reader', [
+                benchmark.prefix_python(prefix), BARE_READER, *TOPICS], env, work_dir,
+                interrupt=True)
+            children.insert(0, reader)
+        elif side != 'none':
             command = [os.path.join(prefix, 'lib', 'acres_bridge', 'foxglove_view')]
             if profile_view:
                 command = [benchmark.prefix_python(prefix), '-m', 'cProfile', '-o',
@@ -102,8 +113,9 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
         control = ControlClient(port=int(ports['control']), name='benchmark')
         control.start()
         benchmark._wait_matched(subscriber, benchmark.START_TIMEOUT_S)
-        if client is not None:
-            client.expect('subscribed', benchmark.START_TIMEOUT_S)
+        for subscribing in (client, reader):
+            if subscribing is not None:
+                subscribing.expect('subscribed', benchmark.START_TIMEOUT_S)
         benchmark._warm_up(subscriber, lambda: control.request('step', steps=12, timeout_s=30.0))
         emulator.ask('drain', ('DRAINED',), benchmark.DRAIN_TIMEOUT_S + 5.0)
         benchmark._wait_quiet(subscriber, benchmark.DRAIN_TIMEOUT_S, quiet_s=0.5)
@@ -114,6 +126,8 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
         samplers = {'bridge': benchmark._Sampler(bridge.process.pid)}
         if view is not None:
             samplers['view'] = benchmark._Sampler(view.process.pid)
+        if reader is not None:
+            samplers['reader'] = benchmark._Sampler(reader.process.pid)
         cpu_start = {name: sampler.cpu_s() for name, sampler in samplers.items()}
         rss_start = {name: sampler.process.memory_info().rss / 1e6
                      for name, sampler in samplers.items()}
@@ -146,6 +160,10 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
             client.process.send_signal(signal.SIGCONT)
         for child in reversed(children):
             child.finish()
+    if reader is not None:
+        # The bare reader prints what it took once interrupted.
+        lines = [line for line in list(reader.lines.queue) if line.startswith('{')]
+        client_counts = json.loads(lines[-1]) if lines else None
     with open(pub_record, encoding='utf-8') as stream:
         sent = json.load(stream)
     with open(sub_record, encoding='utf-8') as stream:
@@ -158,6 +176,8 @@ def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
         'lost': {topic: figures['lost'] for topic, figures in topics.items()},
         'cpu_core_fraction': {name: round(value, 4) for name, value in cpu.items()},
         'loadavg': [round(x, 2) for x in os.getloadavg()]}
+    if side == 'reader':
+        result.update(reader_counts=client_counts)
     if 'view' in samplers:
         series = [rss for _, rss, _ in samplers['view'].samples]
         result.update(view_rss_mb_start=round(rss_start['view'], 1),
@@ -204,15 +224,18 @@ def _median(values: Sequence[float]) -> float:
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Return the figures against the targets: medians over the runs of each side."""
     by_side = {side: [run for run in runs if run['side'] == side]
-               for side in ('none', 'client', 'paused')}
+               for side in ('none', 'client', 'reader', 'paused')}
     none_p50 = _median([run['clock_p50_ms'] for run in by_side['none']])
     client_p50 = _median([run['clock_p50_ms'] for run in by_side['client']])
     view_cpu = _median([run['cpu_core_fraction']['view'] for run in by_side['client']])
+    reader_cpu = _median([run['cpu_core_fraction']['reader'] for run in by_side['reader']])
     growth = max((run['view_rss_growth_mb'] for run in by_side['paused']), default=None)
     return {
         'clock_p50_ms_without_view': none_p50, 'clock_p50_ms_with_view': client_p50,
         'clock_p50_change_ms': round(client_p50 - none_p50, 3),
         'view_cpu_core_fraction': view_cpu,
+        'bare_reader_cpu_core_fraction': reader_cpu,
+        'view_over_bare_reader_core_fraction': round(view_cpu - reader_cpu, 4),
         'paused_client_view_rss_growth_mb': growth,
         'targets': {'view_cpu_core_fraction': TARGET_VIEW_CPU_FRACTION,
                     'clock_p50_change_ms': TARGET_CLOCK_P50_CHANGE_MS,
