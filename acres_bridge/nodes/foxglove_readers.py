@@ -35,6 +35,7 @@ from rclpy.subscription import Subscription
 from rosgraph_msgs.msg import Clock
 
 from acres_bridge.conversions.cdr import time_nanoseconds
+from acres_bridge.protocol.threads import name_native_thread
 
 try:
     from rclpy.event_handler import SubscriptionEventCallbacks
@@ -218,6 +219,7 @@ class ViewReaders:
             self._on_time(nanoseconds)
 
     def _run(self) -> None:
+        name_native_thread('foxglove-rx')     # top -H and perf show it apart
         period_s = self._period_s
         while not self._stopping:
             time.sleep(period_s)
