@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -147,27 +146,6 @@ def paced_profile_xml(agents: tuple[str, ...] = PACED_AGENTS,
     return '\n'.join(lines + ['  </profiles>', '</dds>', ''])
 
 
-def receive_drops(host: two_hosts.Host) -> dict[str, int]:
-    """
-    Return what the kernel of ``host`` dropped on receipt (its /proc/net/snmp).
-
-    UDP datagrams that found the socket's buffer full, and IP datagrams whose fragments never
-    all arrived.
-    """
-    done = subprocess.run(['ip', 'netns', 'exec', host.name, 'cat', '/proc/net/snmp'],
-                          capture_output=True, text=True, timeout=30, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f'reading /proc/net/snmp on {host.name} failed: {done.stderr}')
-    lines = done.stdout.splitlines()
-    table = {}
-    for names, values in zip(lines[::2], lines[1::2]):
-        kind = names.split(':')[0]
-        table.update({f'{kind}{name}': int(value) for name, value in
-                      zip(names.split()[1:], values.split()[1:])})
-    return {'udp_receive_buffer_errors': table['UdpRcvbufErrors'],
-            'ip_reassembly_failures': table['IpReasmFails']}
-
-
 def _cpu_s(host: two_hosts.Host) -> float:
     import psutil
     total = 0.0
@@ -217,14 +195,14 @@ def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
             raise TimeoutError('the readers saw no publisher for every topic')
         time.sleep(0.1)
     cpu_start = {host.name: _cpu_s(host) for host in pair.hosts}
-    drops_start = receive_drops(pair.b)
+    drops_start = pair.b.receive_drops()
     started = time.monotonic()
     time.sleep(seconds)
     elapsed = time.monotonic() - started
     cpu = {host.name: (_cpu_s(host) - cpu_start[host.name]) / elapsed for host in pair.hosts}
     time.sleep(2.0)         # let what is in flight arrive before counting
     reference, reader = (logs[pair.a.name].update(), logs[pair.b.name].update())
-    drops = {key: value - drops_start[key] for key, value in receive_drops(pair.b).items()}
+    drops = {key: value - drops_start[key] for key, value in pair.b.receive_drops().items()}
     figures = {'config': config, 'rate': rate, 'mtu': pair.mtu(), 'topics': {},
                'cpu_a': round(cpu[pair.a.name], 2), 'cpu_b': round(cpu[pair.b.name], 2),
                'host_b_drops': drops}

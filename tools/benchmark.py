@@ -1037,7 +1037,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         cpu_start = sampler.cpu_s()
         subscriber_cpu = _Sampler(subscriber.process.pid, period_s=5.0)
         subscriber_cpu_start = subscriber_cpu.cpu_s()
-        receive_drops = (_bench_two_hosts().receive_drops(hosts.b) if hosts is not None
+        receive_drops = (hosts.b.receive_drops() if hosts is not None
                          else None)
         wall_start = time.monotonic()
         if control is not None and drive == 'lockstep':
@@ -1075,7 +1075,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         if receive_drops is not None:
             # What host B's kernel dropped on receipt over the run (a full socket buffer).
             receive_drops = {name: count - receive_drops[name] for name, count in
-                             _bench_two_hosts().receive_drops(hosts.b).items()}
+                             hosts.b.receive_drops().items()}
         perf_figures = recorder.stop() if recorder is not None else None
         if control is not None:
             control.stop()

@@ -192,6 +192,26 @@ class Host:
         code = process.wait(timeout_s)
         return code, process.output
 
+    def receive_drops(self) -> dict[str, int]:
+        """
+        Return what this host's kernel dropped on receipt so far (its /proc/net/snmp).
+
+        UDP datagrams that found their socket's buffer full, and IP datagrams whose fragments
+        never all arrived.
+        """
+        done = subprocess.run(['ip', 'netns', 'exec', self.name, 'cat', '/proc/net/snmp'],
+                              capture_output=True, text=True, timeout=30, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f'reading /proc/net/snmp on {self.name} failed: {done.stderr}')
+        lines = done.stdout.splitlines()
+        table = {}
+        for names, values in zip(lines[::2], lines[1::2]):
+            kind = names.split(':')[0]
+            table.update({f'{kind}{name}': int(value) for name, value in
+                          zip(names.split()[1:], values.split()[1:])})
+        return {'udp_receive_buffer_errors': table['UdpRcvbufErrors'],
+                'ip_reassembly_failures': table['IpReasmFails']}
+
     def stop(self) -> None:
         """Interrupt what still runs here (SIGINT), then kill what does not end."""
         for process in self.processes:
