@@ -11,36 +11,14 @@ with a QoS that matches it, and count every message delivered before its stop.
 
 import json
 import os
-import queue
-import signal
-import subprocess
 import sys
-import threading
 
 import pytest
+from support.ros2_tools import Background
 from support.tools import TOOLS
 
 pytestmark = pytest.mark.ros
 BARE_READER = os.path.join(TOOLS, 'bare_reader.py')
-
-
-def _lines(process: subprocess.Popen) -> queue.Queue:
-    lines: queue.Queue = queue.Queue()
-
-    def read() -> None:
-        for line in process.stdout:
-            lines.put(line.strip())
-
-    threading.Thread(target=read, name='bare-reader-out', daemon=True).start()
-    return lines
-
-
-def _next_line(lines: queue.Queue, process: subprocess.Popen, timeout_s: float) -> str:
-    try:
-        return lines.get(timeout=timeout_s)
-    except queue.Empty:
-        pytest.fail(f'bare_reader said nothing within {timeout_s} s '
-                    f'(exit code {process.poll()})')
 
 
 def test_the_bare_reader_counts_every_message_of_each_topic(ros_context):
@@ -57,24 +35,19 @@ def test_the_bare_reader_counts_every_message_of_each_topic(ros_context):
     clock = node.create_publisher(Clock, '/bare_reader_test/clock', reliable)
     imu = node.create_publisher(Imu, '/bare_reader_test/imu', latched)
     imu.publish(Imu())     # before the reader: only a transient-local reader gets it
-    process = subprocess.Popen(
-        [sys.executable, BARE_READER, '/bare_reader_test/clock', '/bare_reader_test/imu'],
-        stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    reader = Background([sys.executable, BARE_READER, '/bare_reader_test/clock',
+                         '/bare_reader_test/imu'])
     try:
-        lines = _lines(process)
-        assert _next_line(lines, process, 60.0) == 'subscribed'
+        reader.wait_for(r'^subscribed$', timeout_s=60.0)
         for _ in range(7):
             clock.publish(Clock())
         imu.publish(Imu())
         # Acknowledged by the reader: in its history, so taken at the latest at the stop.
         assert clock.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
         assert imu.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
-        process.send_signal(signal.SIGINT)
-        counts = json.loads(_next_line(lines, process, 30.0))
+        assert reader.interrupt() == 0
+        counts = json.loads([line for line in reader.lines() if line.startswith('{')][-1])
         assert counts == {'/bare_reader_test/clock': 7, '/bare_reader_test/imu': 2}
-        assert process.wait(30) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reader.kill()
         node.destroy_node()

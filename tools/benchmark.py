@@ -1037,8 +1037,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         cpu_start = sampler.cpu_s()
         subscriber_cpu = _Sampler(subscriber.process.pid, period_s=5.0)
         subscriber_cpu_start = subscriber_cpu.cpu_s()
-        receive_drops = (hosts.b.receive_drops() if hosts is not None
-                         else None)
+        receive_drops = hosts.b.receive_drops() if hosts is not None else None
         wall_start = time.monotonic()
         if control is not None and drive == 'lockstep':
             if floor is not None:
