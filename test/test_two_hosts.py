@@ -14,6 +14,7 @@ both MTUs.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -173,6 +174,42 @@ def test_every_topic_of_a_polaris_reaches_host_b_in_play(two_hosts, mtu, profile
     assert not late, f'host B resumed later than {RECOVERY_S} s after the link came back: {late}'
     assert_running(emulator, bridge, reference.process, reader.process, hz)
     assert pair.mtu() == (mtu or 1500)
+
+
+# How long host B's reader is stopped (SIGSTOP) in the test of the depth rule: more than the 1 s
+# of images the bridge keeps by default, less than the 5 s of clouds it keeps there.
+STOPPED_S = 2.5
+
+
+def test_a_stopped_reader_on_host_b_keeps_what_the_writers_depth_outlasts(two_hosts):
+    """
+    The rule behind JUDGED_DEPTH, as a user meets it: a reliable keep-last writer drops what a
+    reader has not acknowledged within its depth. Host B's reader stops answering (its process
+    stopped) for STOPPED_S: it gets every cloud (kept 5 s by the override) and loses images
+    (kept 1 s, the default).
+    """
+    pair = two_hosts(None, two_hosts_profile())
+    start_session(pair, lockstep=False, parameters=(JUDGED_DEPTH_PARAMETERS[0],))
+    reference = start_client(pair.a, 'host_a_reader', '--read', AGENT)
+    reader = start_client(pair.b, 'host_b_reader', '--read', AGENT)
+    cloud, image = f'/{AGENT}/lidar/points', f'/{AGENT}/camera/image_raw'
+    wait_until(lambda: len(reader.stamps(cloud)) >= 10 and len(reader.stamps(image)) >= 10,
+               WAIT_S, 'clouds and images on host B')
+    group = reader.process.process.pid
+    os.killpg(group, signal.SIGSTOP)
+    try:
+        threading.Event().wait(STOPPED_S)
+        stopped_until = max(reference.stamps(cloud))
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    # Until B has clouds from a second after its stop, on both sides of the gap.
+    wait_until(lambda: max(reader.stamps(cloud)) >= stopped_until + 1e9, WAIT_S,
+               'clouds on host B after its reader was stopped')
+    lost_clouds = missing_from(reference, reader, cloud)
+    lost_images = missing_from(reference, reader, image)
+    assert not lost_clouds, f'clouds lost within their writer\'s 5 s: {lost_clouds}'
+    assert lost_images, 'no image lost, although the reader was stopped beyond their 1 s'
+    assert_running(reference.process, reader.process)
 
 
 def step_window(t0_ns: float, before: int, after: int) -> tuple[float, float]:
