@@ -101,7 +101,7 @@ def two_hosts_profile() -> dict[str, str]:
 
 # Stock Fast DDS on both hosts, and the two-host profile on both with MTU 1280. With stock
 # socket buffers a subscriber's host loses part of the clouds and images at 1x across the link
-# (its 208 KiB receive buffer overflows; README, "Two machines"), so the test judges loss
+# (its 208 KiB receive buffer overflows; docs/two_hosts.md), so the test judges loss
 # only with the profile, which the README tells users to load on both hosts.
 PLAY_CASES = [pytest.param(None, False, id='stock'),
               pytest.param(1280, True, id='two_hosts_profile-mtu_1280')]
