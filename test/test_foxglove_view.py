@@ -16,6 +16,7 @@ import sys
 import threading
 
 from foxglove_client import FoxgloveClient
+from foxglove_client import SUBPROTOCOL
 from foxglove_client import wait_for_channels
 import pytest
 import rclpy
@@ -35,6 +36,8 @@ from support.sensor_bridge_graph import streaming
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 from tf2_msgs.msg import TFMessage
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from acres_bridge.foxglove.definitions import read_installed
 from acres_bridge.foxglove.definitions import SEPARATOR
@@ -236,6 +239,16 @@ def test_a_service_call_through_the_view_steps_the_emulator(rig, clients):
     response = deserialize_message(payload, StepSimulation.Response)
     assert response.result.result == Result.RESULT_OK, response.result.error_message
     assert [r['steps'] for r in rig.emulator.requests if r.get('op') == 'step'] == [7]
+
+
+def test_a_client_of_the_older_subprotocol_alone_is_refused_with_http_400(rig):
+    """foxglove-sdk speaks ``foxglove.sdk.v1`` only, as the README tells users of old clients."""
+    with pytest.raises(InvalidStatus) as refused:
+        connect(rig.url, subprotocols=['foxglove.websocket.v1'], open_timeout=WAIT_S).close()
+    assert refused.value.response.status_code == 400
+    with connect(rig.url, subprotocols=['foxglove.websocket.v1', SUBPROTOCOL],
+                 open_timeout=WAIT_S) as offering_both:
+        assert offering_both.subprotocol == SUBPROTOCOL
 
 
 def test_bad_client_messages_get_errors_and_the_server_keeps_serving(rig, clients):
