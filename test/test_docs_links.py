@@ -58,9 +58,10 @@ def anchors(text: str) -> set[str]:
 
 
 def links(text: str) -> list[str]:
-    """Return the link targets of a Markdown text, outside code."""
-    return [target for line in prose_lines(text)
-            for target in LINK.findall(INLINE_CODE.sub('', line))]
+    """Return the link targets of a Markdown text, outside code; a link may wrap in a paragraph."""
+    paragraphs = '\n'.join(prose_lines(text)).split('\n\n')
+    return [target for paragraph in paragraphs
+            for target in LINK.findall(INLINE_CODE.sub('', paragraph))]
 
 
 def broken_links(document: Path) -> list[str]:
@@ -93,7 +94,7 @@ def test_the_check_finds_a_missing_file_a_missing_heading_and_passes_good_links(
     document.write_text(
         '# Top\n\n[a](other.md) [b](other.md#the-views-cost-foxglove_view-issue-27) '
         '[c](other.md#soak-1) [d](#top) [e](https://example.com/x#y) `[f](nowhere.md)`\n'
-        '[g](missing.md) [h](other.md#not-a-heading) [i](other.md#not-a-heading-either)\n'
+        '[g](missing.md) [h](other.md#not-a-heading) [i\nwrapped](other.md#not-a-heading-either)\n'
         '```\n[j](also-missing.md)\n```\n', encoding='utf-8')
     assert broken_links(document) == [
         'missing.md: no such file',
