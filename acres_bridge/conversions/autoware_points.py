@@ -106,7 +106,23 @@ def fill(cells: np.ndarray, points: memoryview | bytes) -> None:
     floats[:, _AZIMUTH] = azimuth
 
 
-def returns_only(cells: np.ndarray) -> np.ndarray:
-    """Return the points of the cells with a return, in the frame's order (a new array)."""
-    rows = cells.view('<u8').reshape(-1, POINT_STEP // 8)     # whole points: a fast gather
-    return rows[cells['return_type'] != RETURN_INVALID].reshape(-1).view(DTYPE)
+def returns_only(cells: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """
+    Return the points of the cells with a return, in the frame's order.
+
+    :param out: where to write them, bytes of exactly that many points (a new array if None);
+        :func:`return_count` gives the count.
+    """
+    rows = cells.view('<u8').reshape(-1, POINT_STEP // 8)     # whole points, gathered by index
+    kept = np.flatnonzero(cells['return_type'] != RETURN_INVALID)
+    taken = rows.take(kept, axis=0)     # take(out=) is slower here than take() and a copy
+    if out is None:
+        return taken.reshape(-1).view(DTYPE)
+    target = out.view('<u8').reshape(-1, POINT_STEP // 8)
+    target[:] = taken
+    return target.reshape(-1).view(DTYPE)
+
+
+def return_count(cells: np.ndarray) -> int:
+    """Return how many cells have a return."""
+    return int(np.count_nonzero(cells['return_type'] != RETURN_INVALID))

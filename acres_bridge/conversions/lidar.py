@@ -378,20 +378,23 @@ class CloudBuffer:
         elif self._fields in AUTOWARE_FIELD_SETS:
             autoware_points.fill(self._cells, points)
             if self._fields == 'autoware_dense':
-                return memoryview(_dense_cloud(self.key[2], self._cells, sec, nanosec))
+                return _dense_cloud(self.key[2], self._cells, sec, nanosec)
         else:
             self._message.put(points)
         return self._message.stamped(sec, nanosec)
 
 
-def _dense_cloud(frame_id: str, cells: np.ndarray, sec: int, nanosec: int) -> bytes:
+def _dense_cloud(frame_id: str, cells: np.ndarray, sec: int, nanosec: int) -> memoryview:
     """Return a serialised one-row cloud of the Autoware points of the cells with a return."""
-    returns = autoware_points.returns_only(cells)
-    message = bytearray(_cloud_prefix(1, len(returns), frame_id, 'autoware_dense'))
+    count = autoware_points.return_count(cells)
+    prefix = _cloud_prefix(1, count, frame_id, 'autoware_dense')
+    start, end = len(prefix), len(prefix) + count * AUTOWARE_POINT_STEP
+    message = np.empty(end + len(_DENSE), dtype=np.uint8)
+    message[:start] = np.frombuffer(prefix, dtype=np.uint8)
     cdr.STAMP.pack_into(message, cdr.STAMP_OFFSET, sec, nanosec)
-    message += memoryview(returns.view(np.uint8))
-    message += _DENSE
-    return bytes(message)
+    autoware_points.returns_only(cells, out=message[start:end])    # gathered in place
+    message[end:] = np.frombuffer(_DENSE, dtype=np.uint8)
+    return memoryview(message)
 
 
 def _point_step(fields: str) -> int:
