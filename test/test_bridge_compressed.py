@@ -88,8 +88,12 @@ def playing_bridge(ros_context, spinning, emulator_factory):
             recorder.node.destroy_node()
 
 
-def test_a_subscriber_gets_every_image_at_1x_compressed_as_the_plugin_does(playing_bridge):
-    node, recorder = playing_bridge({RAW: Image, COMPRESSED: CompressedImage})
+@pytest.mark.parametrize('image_format', ['jpeg', 'png'])
+def test_a_subscriber_gets_every_image_at_1x_compressed_as_the_plugin_does(
+        playing_bridge, image_format):
+    node, recorder = playing_bridge({RAW: Image, COMPRESSED: CompressedImage},
+                                    **{'compressed.format': image_format,
+                                       'compressed.png_level': 1})
     wait_matched([node.bridge.publishers[RAW], node.bridge.publishers[COMPRESSED]])
     recorder.wait_counts({COMPRESSED: 21}, timeout_s=WAIT_S)
     raws = {_stamp(image): image for image in list(recorder.messages[RAW])}
@@ -99,7 +103,7 @@ def test_a_subscriber_gets_every_image_at_1x_compressed_as_the_plugin_does(playi
     assert sorted(stamp for stamp in raws if first <= stamp <= last) == [
         _stamp(message) for message in compressed]
     for message in compressed:
-        _check_pair(raws[_stamp(message)], message, 'jpeg')
+        _check_pair(raws[_stamp(message)], message, image_format)
     stats = node.bridge.stats['compressed']
     assert stats['encoded'] >= len(compressed) and stats['dropped'] == 0
 

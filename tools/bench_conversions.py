@@ -24,6 +24,7 @@ reader receives them (``MessagePool.payload_target``); "copied in" rows frames f
 import argparse
 import array
 import importlib.util
+import io
 import os
 import statistics
 import struct
@@ -34,6 +35,7 @@ from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from PIL import Image as PilImage  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from acres_bridge.conversions.camera import camera_frame_to_image  # noqa: E402
@@ -335,8 +337,17 @@ def encoders(pixels: np.ndarray) -> list[tuple[str, Callable[[], bytes]]]:
     """Return (name, encode) of the compressed image's candidate encoders."""
     found = [(f'Pillow JPEG quality {quality}', lambda quality=quality: encode_bgr8(
         pixels, image_format='jpeg', jpeg_quality=quality)) for quality in (95, 80)]
-    found += [(f'Pillow PNG level {level}', lambda level=level: encode_bgr8(
+    found += [(f'PNG level {level} (ours: Sub filter, zlib)', lambda level=level: encode_bgr8(
         pixels, image_format='png', png_level=level)) for level in (1, 3)]
+    picture = PilImage.frombuffer('RGB', (pixels.shape[1], pixels.shape[0]),
+                                  np.ascontiguousarray(pixels), 'raw', 'BGR', 0, 1)
+
+    def pillow_png(level: int) -> bytes:
+        output = io.BytesIO()
+        picture.save(output, 'PNG', compress_level=level)
+        return output.getvalue()
+    found += [(f'Pillow PNG level {level}', lambda level=level: pillow_png(level))
+              for level in (1, 3)]
     if importlib.util.find_spec('simplejpeg') is not None:
         import simplejpeg
         found += [(f'simplejpeg JPEG quality {quality}',

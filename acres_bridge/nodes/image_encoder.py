@@ -10,7 +10,7 @@ would hold back the raw image's successors, ``/clock`` and a lockstep answer. Th
 of the pixels; with no subscriber nothing is copied or encoded (``encoded`` stays 0). The
 hand-off holds :data:`CAPACITY` images and drops the oldest when a new one comes: a viewer
 wants the latest picture, and a slow encode must never make the reader wait. The thread
-``sensor-enc:<name>`` encodes (conversions/compressed.py, Pillow, which releases the GIL) and
+``sensor-enc:<name>`` encodes (conversions/compressed.py, which releases the GIL) and
 publishes with ``publish_serialised``. Lockstep's barrier waits for :meth:`drain`, like the
 outboxes', so a step's compressed images are out before its barrier.
 """
