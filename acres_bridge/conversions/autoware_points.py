@@ -67,6 +67,7 @@ DTYPE = np.dtype({
 _AZIMUTH, _ELEVATION, _DISTANCE = (DTYPE.fields[name][1] // 4
                                    for name in ('azimuth', 'elevation', 'distance'))
 _TWO_PI = np.float32(2.0 * np.pi)
+_ITEM = np.dtype((np.void, POINT_STEP))
 
 
 def template(columns: int, rings: int, times_ns: np.ndarray) -> np.ndarray:
@@ -113,14 +114,14 @@ def returns_only(cells: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
     :param out: where to write them, bytes of exactly that many points (a new array if None);
         :func:`return_count` gives the count.
     """
-    rows = cells.view('<u8').reshape(-1, POINT_STEP // 8)     # whole points, gathered by index
+    # Whole points as 32-byte items, gathered by index: no alignment needed, one copy.
+    items = cells.view(_ITEM)
     kept = np.flatnonzero(cells['return_type'] != RETURN_INVALID)
-    taken = rows.take(kept, axis=0)     # take(out=) is slower here than take() and a copy
     if out is None:
-        return taken.reshape(-1).view(DTYPE)
-    target = out.view('<u8').reshape(-1, POINT_STEP // 8)
-    target[:] = taken
-    return target.reshape(-1).view(DTYPE)
+        return items.take(kept).view(DTYPE)
+    target = out.view(_ITEM)
+    items.take(kept, out=target, mode='clip')   # clip: raise would buffer out; kept is valid
+    return target.view(DTYPE)
 
 
 def return_count(cells: np.ndarray) -> int:
