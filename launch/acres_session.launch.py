@@ -81,7 +81,9 @@ ARGUMENTS = (
     ('frame_prefix', '', 'prepended to every frame id; empty: the agent name when there are '
      'several agents'),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
-    ('point_fields', '', 'xyzi or xyzirt'),
+    ('point_fields', '', 'xyzi, xyzirt, autoware or autoware_dense'),
+    ('compressed', '', 'camera/image_raw/compressed: jpeg, png or none (the parameter '
+     'compressed.format; encoded only while subscribed)'),
     ('sensor_processes', '', "where the agents' sensor streams run: auto, in_process or "
      "per_agent; empty: the file's value (auto)"),
     ('use_sim_time', 'true', 'the clients of this launch (rviz2, the recorders) follow /clock; '
@@ -200,6 +202,7 @@ def _launch_setup(context: LaunchContext) -> list:
         'frame_prefix': value('frame_prefix'),
         'publish_tf': value('publish_tf'),
         'point_fields': value('point_fields'),
+        'compressed.format': value('compressed'),
         'sensor_processes': value('sensor_processes'),
     }
     overrides = {name: yaml.safe_load(text)

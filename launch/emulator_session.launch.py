@@ -51,7 +51,9 @@ EMULATOR_ARGUMENTS = (
 SESSION_ARGUMENTS = (
     ('namespace', '', "the session's namespace"),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
-    ('point_fields', '', 'xyzi or xyzirt'),
+    ('point_fields', '', 'xyzi, xyzirt, autoware or autoware_dense'),
+    ('compressed', '', 'camera/image_raw/compressed: jpeg, png or none (the parameter '
+     'compressed.format; encoded only while subscribed)'),
     ('sensor_processes', '', "where the agents' sensor streams run: auto, in_process or "
      'per_agent; empty: auto'),
     ('use_sim_time', 'true', 'the clients (rviz2, the recorders) follow /clock; the bridge '

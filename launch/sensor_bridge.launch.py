@@ -40,7 +40,9 @@ ARGUMENTS = (
     ('frame_prefix', '', 'prepended to every frame id (e.g. polaris)'),
     ('publish_clock', '', 'publish /clock (true for agent 0)'),
     ('publish_tf', '', 'world -> base_footprint on /tf: none, ins or truth'),
-    ('point_fields', '', 'xyzi or xyzirt'),
+    ('point_fields', '', 'xyzi, xyzirt, autoware or autoware_dense'),
+    ('compressed', '', 'camera/image_raw/compressed: jpeg, png or none (the parameter '
+     'compressed.format; encoded only while subscribed)'),
     ('use_sim_time', 'false', "the node's own clock (the /diagnostics stamps) follows /clock; "
      'the stamps of the sensor topics are simulation time either way'),
     ('view', 'none', 'a live view: none, or foxglove (the foxglove_view node, '
@@ -63,6 +65,7 @@ def _launch_setup(context: LaunchContext) -> list:
         'publish_clock': value('publish_clock'),
         'publish_tf': value('publish_tf'),
         'point_fields': value('point_fields'),
+        'compressed.format': value('compressed'),
     }
     overrides = {name: yaml.safe_load(text)
                  for name, text in sensor_bridge_parameters.items() if text}

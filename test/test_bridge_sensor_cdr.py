@@ -95,7 +95,7 @@ def stream():
     server.close()
 
 
-@pytest.mark.parametrize('point_fields', ['xyzi', 'xyzirt'])
+@pytest.mark.parametrize('point_fields', ['xyzi', 'xyzirt', 'autoware', 'autoware_dense'])
 def test_only_the_good_frames_are_published_and_they_go_straight_into_the_messages(
         ros_context, spinning, stream, monkeypatch, point_fields):
     targets = []
@@ -157,9 +157,10 @@ def test_only_the_good_frames_are_published_and_they_go_straight_into_the_messag
                               'camera/camera_info': 4})
 
         bridge = node.bridge
-        times = PointTimes.of(hello.lidar)
+        times = PointTimes.of(hello.lidar, origin=node.parameters.point_time_origin)
         clouds = [lidar_frame_to_cloud(
-            lidar_frame(points, stamp_s=stamp), make_header(stamp, bridge.frames.lidar),
+            lidar_frame(points, stamp_s=stamp),
+            make_header(times.cloud_stamp_s(stamp), bridge.frames.lidar),
             fields=point_fields, times=times) for points, stamp in zip(good_points, stamps)]
         images = [camera_frame_to_image(
             camera_frame(pixels, stamp_s=stamp), make_header(stamp, bridge.frames.camera_optical))
@@ -177,12 +178,12 @@ def test_only_the_good_frames_are_published_and_they_go_straight_into_the_messag
         assert stats['dropped'] == 0
         assert stats['connections'] == 2
         # The first frame of each kind makes its buffer; later ones of the Hello's size are
-        # received into it (xyzirt clouds never: their points are spread out).
+        # received into it (xyzirt and autoware clouds never: their points are spread out).
         in_place = {kind: sum(used for frame_type, used in targets if frame_type == kind)
                     for kind in (FrameType.LIDAR, FrameType.CAMERA)}
         assert in_place[FrameType.CAMERA] == 4      # good 1 to 3 and the bad camera frame
         # good 1 to 3, the bad point step and the truncated frame; not the short one
-        assert in_place[FrameType.LIDAR] == (0 if point_fields == 'xyzirt' else 5)
+        assert in_place[FrameType.LIDAR] == (5 if point_fields == 'xyzi' else 0)
     finally:
         spinning.shutdown()
         node.destroy_node()

@@ -116,3 +116,14 @@ def test_silence_after_data_warns_but_rest_after_a_barrier_or_hello_does_not():
     busy = stream_stats_to_status(_stats(idle_s=0.01, last_frame='clock'), name='s',
                                   previous=_stats())
     assert busy.level == DiagnosticStatus.OK
+
+
+def test_the_compressed_images_counters_appear_only_with_an_encoder():
+    assert not any(key.startswith('compressed.')
+                   for key in _values(stream_stats_to_status(_stats(), name='n')))
+    values = _values(stream_stats_to_status(_stats(compressed={
+        'format': 'jpeg', 'encoded': 0, 'dropped': 0, 'failed': 0, 'last_encode_ms': None}),
+        name='n'))
+    assert {key: value for key, value in values.items() if key.startswith('compressed.')} == {
+        'compressed.format': 'jpeg', 'compressed.encoded': '0', 'compressed.dropped': '0',
+        'compressed.failed': '0', 'compressed.last_encode_ms': 'n/a'}

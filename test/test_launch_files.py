@@ -501,6 +501,22 @@ def test_sensor_bridge_launch_arguments_override_the_file_with_typed_values(
     assert node.keywords['namespace'] == 'maxxum'
 
 
+@pytest.mark.parametrize('launch_file', ['sensor_bridge.launch.py', 'acres_session.launch.py'])
+def test_point_fields_and_compressed_reach_the_bridges_parameters(
+        launch_file: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = _of_type(_run_launch(launch_file, {'point_fields': 'autoware', 'compressed': 'png'},
+                                 monkeypatch), 'Node')
+    settings = _node_settings(nodes[0])
+    assert (settings['point_fields'], settings['compressed.format']) == ('autoware', 'png')
+    parameters = _parameters_module()
+    values = {key: value for key, value in settings.items() if key not in BUILTIN_PARAMETERS}
+    bridge = (parameters.sensor_bridge_parameters_from_values(values)
+              if launch_file == 'sensor_bridge.launch.py'
+              else parameters.bridge_parameters_from_values(values))
+    assert (bridge.point_fields, bridge.point_time_origin, bridge.compressed_format) == (
+        'autoware', 'start', 'png')
+
+
 def test_session_launch_starts_acres_bridge_only_by_default(
         monkeypatch: pytest.MonkeyPatch) -> None:
     actions = _run_launch('acres_session.launch.py', {}, monkeypatch)

@@ -39,13 +39,15 @@ def test_the_defaults_are_the_contracts():
         ack_timeout_s=5.0, match_timeout_s=5.0, sensor_processes='auto')
     assert [spec.name for spec in SENSOR_BRIDGE_PARAMETERS] == [
         'host', 'port', 'frame_prefix', 'publish_clock', 'publish_tf', 'world_frame',
-        'point_fields', 'lidar_sweep_s', 'point_time_origin', 'reconnect_s']
+        'point_fields', 'lidar_sweep_s', 'point_time_origin', 'compressed.format',
+        'compressed.jpeg_quality', 'compressed.png_level', 'reconnect_s']
     assert [spec.name for spec in SIM_CONTROL_PARAMETERS] == [
         'host', 'port', 'timeout_s', 'reconnect_s']
     assert {spec.name for spec in BRIDGE_PARAMETERS} == {
         'host', 'port', 'sensor_ports', 'timeout_s', 'reconnect_s', 'frame_prefix',
         'publish_clock', 'publish_tf', 'world_frame', 'point_fields', 'lidar_sweep_s',
-        'point_time_origin', 'ack_timeout_s', 'match_timeout_s', 'sensor_processes'}
+        'point_time_origin', 'ack_timeout_s', 'match_timeout_s', 'sensor_processes',
+        'compressed.format', 'compressed.jpeg_quality', 'compressed.png_level'}
 
 
 @pytest.mark.parametrize(('value', 'one', 'several'), [
@@ -91,11 +93,18 @@ def test_settings_are_frozen():
     ({'publish_tf': 'odom'}, "parameter publish_tf: 'odom' is not one of none, ins, truth"),
     ({'publish_tf': 'INS'}, "parameter publish_tf: 'INS' is not one of none, ins, truth"),
     ({'point_time_origin': 'middle'}, "parameter point_time_origin: 'middle' is not one of "
-                                      'end, start'),
+                                      'auto, end, start'),
+    ({'point_fields': 'autoware', 'point_time_origin': 'end'},
+     'parameter point_time_origin: end gives times before the stamp'),
+    ({'compressed.format': 'tiff'},
+     "parameter compressed.format: 'tiff' is not one of jpeg, png, none"),
+    ({'compressed.jpeg_quality': 0}, 'parameter compressed.jpeg_quality: 0 is not'),
+    ({'compressed.png_level': 10}, 'parameter compressed.png_level: 10 is not'),
     ({'lidar_sweep_s': 11.0}, 'parameter lidar_sweep_s: 11.0 is not from -1.0 to 10.0'),
     ({'lidar_sweep_s': -2.0}, 'parameter lidar_sweep_s: -2.0 is not from -1.0 to 10.0'),
     ({'lidar_sweep_s': float('nan')}, 'parameter lidar_sweep_s: nan is not from -1.0 to 10.0'),
-    ({'point_fields': 'xyz'}, "parameter point_fields: 'xyz' is not one of xyzi, xyzirt"),
+    ({'point_fields': 'xyz'}, "parameter point_fields: 'xyz' is not one of xyzi, xyzirt, "
+                              'autoware, autoware_dense'),
     ({'publish_clock': 'yes'}, "parameter publish_clock: 'yes' is not true or false"),
     ({'reconnect_s': 0.0}, 'parameter reconnect_s: 0.0 is not from 0.01 to 3600.0'),
     ({'reconnect_s': float('nan')}, 'parameter reconnect_s: nan is not from'),
@@ -109,6 +118,28 @@ def test_bad_sensor_bridge_values_are_refused_with_one_line(values, message):
     with pytest.raises(ParameterError, match=message) as caught:
         sensor_bridge_parameters_from_values(values)
     assert '\n' not in str(caught.value)
+
+
+def test_the_time_origin_auto_is_start_for_autoware_and_end_otherwise():
+    for fields, origin in (('xyzi', 'end'), ('xyzirt', 'end'), ('autoware', 'start'),
+                           ('autoware_dense', 'start')):
+        settings = sensor_bridge_parameters_from_values({'point_fields': fields})
+        assert settings.point_time_origin == origin
+        session = bridge_parameters_from_values({'point_fields': fields})
+        assert session.sensor(5601).point_time_origin == origin
+    assert sensor_bridge_parameters_from_values(
+        {'point_fields': 'xyzirt', 'point_time_origin': 'start'}).point_time_origin == 'start'
+
+
+def test_the_compressed_settings_reach_every_agent_and_a_child_process_by_name():
+    session = bridge_parameters_from_values(
+        {'compressed.format': 'png', 'compressed.png_level': 6, 'compressed.jpeg_quality': 50})
+    agent = session.sensor(5601)
+    assert (agent.compressed_format, agent.compressed_png_level,
+            agent.compressed_jpeg_quality) == ('png', 6, 50)
+    assert agent.values()['compressed.format'] == 'png'
+    assert sensor_bridge_parameters_from_values(agent.values()) == agent
+    assert agent.replace(compressed_format='none').compressed_format == 'none'
 
 
 def test_values_are_normalised():

@@ -37,6 +37,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy
 from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
+from sensor_msgs.msg import CompressedImage
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.srv import StepSimulation
 
@@ -50,6 +51,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument('name')
     parser.add_argument('--read', nargs='*', default=None, metavar='AGENT')
     parser.add_argument('--step', action='store_true')
+    parser.add_argument('--compressed', action='store_true',
+                        help='read camera/image_raw/compressed instead of camera/image_raw')
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
     rclpy.init()
@@ -72,8 +75,13 @@ def main(argv: list[str]) -> int:
 
     qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
                      reliability=ReliabilityPolicy.RELIABLE)
+    topics = step_topics(args.read) if args.read else {}
+    if args.compressed:
+        topics = {(f'{topic}/compressed' if topic.endswith('/camera/image_raw') else topic):
+                  (CompressedImage if topic.endswith('/camera/image_raw') else kind)
+                  for topic, kind in topics.items()}
     readers = [node.create_subscription(kind, topic, record(topic), qos, raw=True)
-               for topic, kind in step_topics(args.read).items()] if args.read else []
+               for topic, kind in topics.items()]
     service = node.create_client(StepSimulation, '/step_simulation') if args.step else None
     action = ActionClient(node, SimulateSteps, '/simulate_steps') if args.step else None
     requests: queue.Queue = queue.Queue()

@@ -10,16 +10,21 @@ conversion runs ``--repeat`` times; the figures are the median and the 90th perc
 ``--publish`` adds convert + ``publish()`` with one subscriber (in another context of this
 process); ``--node`` the node's whole handling of each frame type (convert and publish every
 message of the frame, no subscriber) and what one simulated second costs; ``--slow`` the ways
-the lessons warn about (``array('B', memoryview)``, a per-point ``struct.pack_into`` loop).
+the lessons warn about (``array('B', memoryview)``, a per-point ``struct.pack_into`` loop);
+``--compressed`` the encoders of camera/image_raw/compressed on an image the emulator rendered
+(Pillow, and simplejpeg when it is installed), with the encoded size against raw.
 "in place" rows use frames received into the serialised message's own buffer, as the bridge's
 reader receives them (``MessagePool.payload_target``); "copied in" rows frames from elsewhere.
 
     .venv/bin/python tools/bench_conversions.py
     .venv/bin/python tools/bench_conversions.py --repeat 500 --publish --node --slow
+    .venv/bin/python tools/bench_conversions.py --repeat 50 --compressed
 """
 
 import argparse
 import array
+import importlib.util
+import io
 import os
 import statistics
 import struct
@@ -30,6 +35,7 @@ from typing import Any, Callable
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from PIL import Image as PilImage  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 
 from acres_bridge.conversions.camera import camera_frame_to_image  # noqa: E402
@@ -39,6 +45,7 @@ from acres_bridge.conversions.camera import ImageBuffer  # noqa: E402
 from acres_bridge.conversions.clock import clock_frame_to_cdr  # noqa: E402
 from acres_bridge.conversions.clock import clock_frame_to_clock  # noqa: E402
 from acres_bridge.conversions.clock import make_header  # noqa: E402
+from acres_bridge.conversions.compressed import encode_bgr8  # noqa: E402
 from acres_bridge.conversions.diagnostics import stream_stats_to_status  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_cdr  # noqa: E402
 from acres_bridge.conversions.ins import ins_frame_to_ground_truth_odometry  # noqa: E402
@@ -53,6 +60,7 @@ from acres_bridge.conversions.tf import odometry_to_transform  # noqa: E402
 from acres_bridge.emulator.sensors.ins import ins_values  # noqa: E402
 from acres_bridge.emulator.sensors.layouts import hello_layout  # noqa: E402
 from acres_bridge.emulator.sensors.poses import Pose  # noqa: E402
+from acres_bridge.emulator.server import Emulator  # noqa: E402
 from acres_bridge.protocol import frames  # noqa: E402
 from acres_bridge.protocol import hello as hello_schema  # noqa: E402
 from acres_bridge.protocol.frames import FrameType  # noqa: E402
@@ -119,6 +127,11 @@ def conversions(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any
     xyzi = CloudBuffer(lidar.columns, lidar.rings, frame_id='polaris/lidar')
     xyzirt = CloudBuffer(lidar.columns, lidar.rings, frame_id='polaris/lidar', fields='xyzirt',
                          times=times)
+    start = PointTimes.of(hello.lidar, origin='start')
+    autoware = CloudBuffer(lidar.columns, lidar.rings, frame_id='polaris/lidar',
+                           fields='autoware', times=start)
+    autoware_dense = CloudBuffer(lidar.columns, lidar.rings, frame_id='polaris/lidar',
+                                 fields='autoware_dense', times=start)
     image = ImageBuffer(camera.width, camera.height, camera.row_step,
                         frame_id='polaris/camera_optical_frame')
     lidar_in_place = received_in(xyzi, lidar, hello)
@@ -160,6 +173,9 @@ def conversions(sample: dict[str, Any]) -> list[tuple[str, int, Callable[[], Any
          lambda: xyzi.serialise(lidar_in_place)),
         ('lidar: xyzi as CDR bytes, copied in', len(lidar.points), lambda: xyzi.serialise(lidar)),
         ('lidar: xyzirt as CDR bytes', len(lidar.points), lambda: xyzirt.serialise(lidar)),
+        ('lidar: autoware as CDR bytes', len(lidar.points), lambda: autoware.serialise(lidar)),
+        ('lidar: autoware_dense as CDR bytes', len(lidar.points),
+         lambda: autoware_dense.serialise(lidar)),
         ('camera: Image', len(camera.pixels), lambda: camera_frame_to_image(
             camera, make_header(stamp_s, 'camera_optical_frame'))),
         ('camera: Image as CDR bytes, received in place', len(camera.pixels),
@@ -292,6 +308,55 @@ class _PoolTarget:
         return self._pool.payload_target(frames.FrameHeader(kind, 0, 0, size, 0.0, 0.0))
 
 
+def rendered_image() -> np.ndarray:
+    """Return the first image of the emulator's Polaris (bgr8, height x width x 3)."""
+    images: list[np.ndarray] = []
+    emulator = Emulator(('polaris',), control_port=None).start()
+    client = None
+    try:
+        def on_frame(frame: frames.Frame) -> None:
+            if isinstance(frame, frames.CameraFrame) and not images:
+                images.append(np.frombuffer(frame.pixels, dtype=np.uint8).reshape(
+                    frame.height, frame.width, 3).copy())
+        client = SensorStreamClient('127.0.0.1', emulator.sensor_ports[0], name='bench',
+                                    on_frame=on_frame)
+        client.start()
+        deadline = time.monotonic() + 30.0
+        while not images and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if client is not None:
+            client.stop()
+        emulator.stop()
+    if not images:
+        raise RuntimeError('the emulator sent no image in 30 s')
+    return images[0]
+
+
+def encoders(pixels: np.ndarray) -> list[tuple[str, Callable[[], bytes]]]:
+    """Return (name, encode) of the compressed image's candidate encoders."""
+    found = [(f'Pillow JPEG quality {quality}', lambda quality=quality: encode_bgr8(
+        pixels, image_format='jpeg', jpeg_quality=quality)) for quality in (95, 80)]
+    found += [(f'PNG level {level} (ours: Sub filter, zlib)', lambda level=level: encode_bgr8(
+        pixels, image_format='png', png_level=level)) for level in (1, 3)]
+    picture = PilImage.frombuffer('RGB', (pixels.shape[1], pixels.shape[0]),
+                                  np.ascontiguousarray(pixels), 'raw', 'BGR', 0, 1)
+
+    def pillow_png(level: int) -> bytes:
+        output = io.BytesIO()
+        picture.save(output, 'PNG', compress_level=level)
+        return output.getvalue()
+    found += [(f'Pillow PNG level {level}', lambda level=level: pillow_png(level))
+              for level in (1, 3)]
+    if importlib.util.find_spec('simplejpeg') is not None:
+        import simplejpeg
+        found += [(f'simplejpeg JPEG quality {quality}',
+                   lambda quality=quality: simplejpeg.encode_jpeg(
+                       pixels, quality=quality, colorspace='BGR', colorsubsampling='420'))
+                  for quality in (95, 80)]
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[1])
     parser.add_argument('--repeat', type=int, default=200, help='calls of each conversion')
@@ -302,7 +367,18 @@ def main() -> None:
                              'publish of every message of the frame, no subscriber)')
     parser.add_argument('--slow', action='store_true',
                         help='also measure the slow ways, for comparison (a few calls)')
+    parser.add_argument('--compressed', action='store_true',
+                        help='only measure the compressed image encoders on a rendered image')
     args = parser.parse_args()
+    if args.compressed:
+        pixels = rendered_image()
+        print(f'{"encoder":54s} {"bytes":>9s} {"median ms":>10s} {"p90 ms":>8s}  of raw')
+        for name, encode in encoders(pixels):
+            size = len(encode())
+            median, p90 = measure(encode, args.repeat)
+            print(f'{name:54s} {size:9d} {median:10.4f} {p90:8.4f}  '
+                  f'{size / pixels.nbytes:6.1%}')
+        return
     sample = polaris_frames()
     print(f'{"conversion":54s} {"bytes":>9s} {"median ms":>10s} {"p90 ms":>8s}')
     for name, size, function in conversions(sample):

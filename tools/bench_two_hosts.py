@@ -31,7 +31,9 @@ datagrams for a full socket buffer, IP datagrams short of a fragment). Configura
   the other writers stay synchronous and unpaced.
 
 ``.venv/bin/python tools/bench_two_hosts.py --seconds 30 --rates 1 5 [--mtu 1280]`` prints a
-line per run and a JSON report at the end.
+line per run and a JSON report at the end. ``--compressed`` has both readers take
+``camera/image_raw/compressed`` (JPEG, the bridge's default) instead of the raw images, as a
+viewer or a recording on the second host would.
 """
 
 import argparse
@@ -167,28 +169,30 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def run_once(config: str, rate: float, seconds: float, mtu: int | None) -> dict:
+def run_once(config: str, rate: float, seconds: float, mtu: int | None,
+             compressed: bool = False) -> dict:
     """Run one configuration at one rate; return its figures."""
     with tempfile.TemporaryDirectory(prefix='acres-two-hosts-') as work_dir:
         bridge_env, both_env = config_env(config, work_dir)
         pair = two_hosts.TwoHosts(mtu=mtu)
         try:
             return _measure(pair, config, rate, seconds, bridge_env, both_env,
-                            reader_env(config))
+                            reader_env(config), compressed)
         finally:
             pair.remove()
 
 
 def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
              bridge_env: dict[str, str], both_env: dict[str, str],
-             b_env: dict[str, str]) -> dict:
+             b_env: dict[str, str], compressed: bool = False) -> dict:
     two_hosts.start_bridge(pair.a, AGENT, emulator_options=['--rate', repr(rate)],
                            start_s=START_S, **both_env, **bridge_env)
     logs = {}
     for host, name, env in ((pair.a, 'host_a_reader', both_env),
                             (pair.b, 'host_b_reader', {**both_env, **b_env})):
         logs[host.name] = two_hosts.ClientLog(
-            host.start([sys.executable, CLIENT, name, '--read', AGENT], **env))
+            host.start([sys.executable, CLIENT, name, '--read', AGENT,
+                        *(['--compressed'] if compressed else [])], **env))
     deadline = time.monotonic() + START_S
     while not all(log.update().ready for log in logs.values()):
         if time.monotonic() > deadline:
@@ -203,7 +207,8 @@ def _measure(pair: two_hosts.TwoHosts, config: str, rate: float, seconds: float,
     time.sleep(2.0)         # let what is in flight arrive before counting
     reference, reader = (logs[pair.a.name].update(), logs[pair.b.name].update())
     drops = {key: value - drops_start[key] for key, value in pair.b.receive_drops().items()}
-    figures = {'config': config, 'rate': rate, 'mtu': pair.mtu(), 'topics': {},
+    figures = {'config': config, 'rate': rate, 'mtu': pair.mtu(), 'compressed': compressed,
+               'topics': {},
                'cpu_a': round(cpu[pair.a.name], 2), 'cpu_b': round(cpu[pair.b.name], 2),
                'host_b_drops': drops}
     for topic, sent in reference.messages.items():
@@ -243,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--configs', nargs='+', choices=CONFIGS, default=list(CONFIGS))
     parser.add_argument('--mtu', type=int, default=None)
     parser.add_argument('--repeat', type=int, default=1)
+    parser.add_argument('--compressed', action='store_true',
+                        help='read camera/image_raw/compressed instead of camera/image_raw')
     args = parser.parse_args(argv)
     reason = two_hosts.unavailable()
     if reason:
@@ -254,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeat):
         for rate in args.rates:
             for config in args.configs:
-                figures = run_once(config, rate, args.seconds, args.mtu)
+                figures = run_once(config, rate, args.seconds, args.mtu, args.compressed)
                 print(summary(figures), flush=True)
                 report.append(figures)
     print(json.dumps(report))

@@ -20,7 +20,9 @@ for each frame type ``<type>.frames``, ``.published``, ``.dropped``, ``.bad``, `
 publish time), ``n/a`` for a figure without data. With the stream's Hello, also
 ``georeferenced`` and ``ins.datum`` (the datum of ``ins/fix``: ``nad83_2011`` or
 ``wgs84_g2139``; NavSatFix is meant for WGS 84, and NAD83(2011) is about 1.3 m from it around
-the ACRE tile).
+the ACRE tile). With a ``compressed`` entry (the bridge's camera/image_raw/compressed encoder),
+``compressed.format``, ``.encoded`` (images encoded: 0 while nobody subscribes), ``.dropped``
+(handed over, replaced by a newer one before encoding), ``.failed`` and ``.last_encode_ms``.
 
 The control channel's status (``control_stats_to_status``) comes from ``ControlClient.stats``;
 both report problems by the same rule, counters that grew since the last report
@@ -49,6 +51,7 @@ CONNECTION_KEYS = ('connected', 'reason', 'connected_for_s', 'idle_s', 'last_fra
 HELLO_KEYS = ('georeferenced', 'ins.datum')
 TYPE_KEYS = ('frames', 'published', 'dropped', 'bad', 'rate_hz', 'latency_p50_ms',
              'latency_max_ms')
+COMPRESSED_KEYS = ('format', 'encoded', 'dropped', 'failed', 'last_encode_ms')
 _PROBLEM_COUNTERS = ('bad_frames', 'callback_errors', 'dropped')
 HELLO_WAIT_S = 2.0
 STALL_S = 2.0
@@ -86,6 +89,10 @@ def stream_stats_to_status(stats: Mapping[str, Any], *, name: str, hardware_id: 
         figures = by_type.get(frame_type, {})
         values.extend(KeyValue(key=f'{frame_type}.{key}', value=format_value(figures.get(key)))
                       for key in TYPE_KEYS)
+    compressed = stats.get('compressed')
+    if compressed is not None:
+        values.extend(KeyValue(key=f'compressed.{key}', value=format_value(compressed.get(key)))
+                      for key in COMPRESSED_KEYS)
     idle_s = stats.get('idle_s') or 0.0
     last_frame = stats.get('last_frame') or ''
     if not stats.get('connected'):

@@ -38,6 +38,12 @@ LIO-SAM and FAST-LIO read: the header stamp is the start of the scan and ``time`
 non-negative offset from it) stamps the cloud one sweep earlier, ``stamp - sweep``, and gives
 times in (0, sweep]. Either way the header stamp plus ``time`` is the column's firing time.
 
+``autoware`` (point step 32) is Autoware's PointXYZIRCAEDT (conversions/autoware_points.py has
+the definition, its source and what fills each field): ``time_stamp`` is unsigned nanoseconds
+after the header stamp, so it takes the ``start`` origin only. ``autoware_dense`` is the same
+points as Autoware's drivers publish them: the returns only, in one row (``height`` 1,
+``width`` the returns, ``is_dense`` true), in the frame's cell order.
+
 The bridge publishes clouds serialised (:class:`CloudBuffer`): the fields before ``data`` are
 built once per layout and frame id, and an xyzi frame's payload is received straight into the
 message, its 16-byte sub-header over the last 16 bytes of that prefix (rewritten after each
@@ -55,6 +61,7 @@ from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
 
+from acres_bridge.conversions import autoware_points
 from acres_bridge.conversions import cdr
 from acres_bridge.conversions.buffers import keep_array_options
 from acres_bridge.conversions.buffers import uint8_array
@@ -64,13 +71,16 @@ from acres_bridge.protocol.hello import LidarLayout
 from acres_bridge.protocol.limits import LIDAR_POINT_STEP
 from acres_bridge.protocol.limits import SUB_HEADER_SIZE
 
-POINT_FIELD_SETS = ('xyzi', 'xyzirt')
+POINT_FIELD_SETS = ('xyzi', 'xyzirt', 'autoware', 'autoware_dense')
+# The field sets whose time is unsigned, after the stamp: the start origin only.
+AUTOWARE_FIELD_SETS = ('autoware', 'autoware_dense')
 AZIMUTH_ORDERS = ('cw', 'ccw')
 TIME_ORIGINS = ('end', 'start')
 # A sweep parameter below 0 means one scan period, 1 / lidar.hz of the Hello.
 ONE_SCAN_PERIOD = -1.0
 XYZI_POINT_STEP = LIDAR_POINT_STEP
 XYZIRT_POINT_STEP = 24
+AUTOWARE_POINT_STEP = autoware_points.POINT_STEP
 
 # (name, offset, datatype) of each field, in the order of the cloud.
 _XYZI = (('x', 0, PointField.FLOAT32), ('y', 4, PointField.FLOAT32),
@@ -84,6 +94,7 @@ _XYZI_CELL = np.dtype({'names': ['xyzi'], 'formats': [_XYZI_ITEM], 'offsets': [0
 _KEEP_ARRAY = keep_array_options(PointCloud2)
 # The field after a serialised cloud's data: is_dense, false (a miss is a NaN point).
 _IS_DENSE = b'\x00'
+_DENSE = b'\x01'
 
 XYZIRT_DTYPE = np.dtype({
     'names': ['x', 'y', 'z', 'intensity', 'ring', 'time'],
@@ -97,7 +108,7 @@ def point_fields(fields: str = 'xyzi') -> list[PointField]:
     """
     Return the ``PointField`` list of a field set.
 
-    :raises ValueError: for a field set other than ``xyzi`` and ``xyzirt``.
+    :raises ValueError: for a field set not in ``POINT_FIELD_SETS``.
     """
     layout = _field_layout(fields)
     return [PointField(name=name, offset=offset, datatype=datatype, count=1)
@@ -168,13 +179,34 @@ def column_times_s(columns: int, sweep_s: float, *, azimuth_order: str = 'cw',
 def _column_times(columns: int, times: PointTimes) -> np.ndarray:
     if columns <= 0:
         return np.zeros(0, dtype='<f4')
+    return (_column_steps(columns, times) * (times.sweep_s / columns)).astype('<f4')
+
+
+def _column_steps(columns: int, times: PointTimes) -> np.ndarray:
+    """Return each column's firing time relative to the cloud's stamp in column steps."""
     index = np.arange(columns, dtype=np.int64)
     if times.azimuth_order == 'ccw':
         index = (columns - index) % columns     # the clockwise column of the same beam
-    step = times.sweep_s / columns
     if times.origin == 'start':
-        return ((index + 1) * step).astype('<f4')
-    return ((index - (columns - 1)) * step).astype('<f4')
+        return index + 1
+    return index - (columns - 1)
+
+
+def column_times_ns(columns: int, times: PointTimes) -> np.ndarray:
+    """
+    Return each column's firing time after the cloud's stamp, uint32 nanoseconds (``start``).
+
+    The firing rule of :func:`column_times_s` in float64, rounded to the nanosecond.
+
+    :raises ValueError: for the ``end`` origin, whose times come before the stamp.
+    """
+    if times.origin != 'start':
+        raise ValueError('unsigned times after the stamp need the start origin, not '
+                         f'{times.origin!r}')
+    if columns <= 0:
+        return np.zeros(0, dtype='<u4')
+    nanoseconds = np.rint(_column_steps(columns, times) * (times.sweep_s * 1e9 / columns))
+    return nanoseconds.astype('<u4')
 
 
 def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xyzi',
@@ -186,16 +218,28 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
         reused when this returns.
     :param header: the header of the cloud (the LiDAR's frame id; the stamp
         ``times.cloud_stamp_s(frame stamp)``), used as given.
-    :param fields: ``xyzi`` (the frame's points as they are) or ``xyzirt`` (with ring and time).
+    :param fields: ``xyzi`` (the frame's points as they are), ``xyzirt`` (with ring and time),
+        ``autoware`` or ``autoware_dense`` (Autoware's PointXYZIRCAEDT, organised or returns
+        only).
     :param sweep_s: for ``xyzirt`` without ``times``: ``PointTimes(sweep_s)`` (cw, end).
-    :param times: the sweep, column order and origin of the ``time`` field.
-    :raises ValueError: for another field set, a sweep that is not finite or negative, or a
-        frame whose points do not fill columns x rings x 16 bytes.
+    :param times: the sweep, column order and origin of the ``time`` field (autoware: start).
+    :raises ValueError: for another field set, a sweep that is not finite or negative, an
+        autoware cloud without the start origin, or a frame whose points do not fill columns x
+        rings x 16 bytes.
     """
     cloud_fields = point_fields(fields)
     columns, rings = frame.columns, frame.rings
     points = _points(frame)
-    if fields == 'xyzi':
+    is_dense = False
+    if fields in AUTOWARE_FIELD_SETS:
+        cells = _autoware_cells(frame, times if times is not None else PointTimes(
+            float(sweep_s), origin='start'))
+        if fields == 'autoware_dense':
+            cells = autoware_points.returns_only(cells)
+            columns, rings, is_dense = 1, len(cells), True
+        data = uint8_array(cells.view(np.uint8))
+        point_step = AUTOWARE_POINT_STEP
+    elif fields == 'xyzi':
         data = uint8_array(points)
         point_step = XYZI_POINT_STEP
     else:
@@ -213,9 +257,23 @@ def lidar_frame_to_cloud(frame: LidarFrame, header: Header, *, fields: str = 'xy
         header=header, height=columns, width=rings,
         fields=cloud_fields,
         is_bigendian=False, point_step=point_step, row_step=point_step * rings,
-        is_dense=False, **_KEEP_ARRAY)
+        is_dense=is_dense, **_KEEP_ARRAY)
     cloud.data = data
     return cloud
+
+
+def _autoware_cells(frame: LidarFrame, times: PointTimes) -> np.ndarray:
+    """Return a frame's organised Autoware points, flat, in the frame's cell order."""
+    cells = _autoware_template(frame.columns, frame.rings, times).copy()
+    autoware_points.fill(cells, _points(frame))
+    return cells
+
+
+@functools.lru_cache(maxsize=4)
+def _autoware_template(columns: int, rings: int, times: PointTimes) -> np.ndarray:
+    template = autoware_points.template(columns, rings, column_times_ns(columns, times))
+    template.flags.writeable = False
+    return template.reshape(-1)
 
 
 def _points(frame: LidarFrame) -> memoryview:
@@ -253,9 +311,13 @@ class CloudBuffer:
     Its size is fixed when it is made; nothing grows per frame. One thread uses it at a time
     (a stream's reader).
 
-    :param fields: ``xyzi`` or ``xyzirt``.
-    :param times: the ``time`` field of xyzirt (default ``PointTimes()``: cw, a sweep of 0, end).
-    :raises ValueError: for another field set.
+    An ``autoware_dense`` cloud has as many points as the frame has returns: its buffer holds
+    the organised points, and each message is assembled from the returns (bytes of its own).
+
+    :param fields: one of ``POINT_FIELD_SETS``.
+    :param times: the ``time`` field of xyzirt (default ``PointTimes()``: cw, a sweep of 0, end)
+        or ``time_stamp`` of autoware (which needs the start origin).
+    :raises ValueError: for another field set, or autoware without the start origin.
     """
 
     def __init__(self, columns: int, rings: int, *, frame_id: str, fields: str = 'xyzi',
@@ -270,6 +332,9 @@ class CloudBuffer:
         if fields == 'xyzirt':
             self._message.data[:] = _xyzirt_template(columns, rings, times)
             self._cells = np.frombuffer(self._message.data, dtype=_XYZI_CELL)
+        elif fields in AUTOWARE_FIELD_SETS:
+            self._message.data[:] = _autoware_template(columns, rings, times).view(np.uint8)
+            self._cells = np.frombuffer(self._message.data, dtype=autoware_points.DTYPE)
 
     @property
     def nbytes(self) -> int:
@@ -305,21 +370,41 @@ class CloudBuffer:
                              f'of {columns} x {rings}')
         points = _points(frame)
         stamp_s = frame.header.stamp_s
-        if self._fields == 'xyzirt':
+        if self._fields != 'xyzi':
             stamp_s = self._times.cloud_stamp_s(stamp_s)
         sec, nanosec = stamp_to_sec_nanosec(stamp_s)
         if self._fields == 'xyzirt':
             self._cells['xyzi'] = np.frombuffer(points, dtype=_XYZI_ITEM)
+        elif self._fields in AUTOWARE_FIELD_SETS:
+            autoware_points.fill(self._cells, points)
+            if self._fields == 'autoware_dense':
+                return _dense_cloud(self.key[2], self._cells, sec, nanosec)
         else:
             self._message.put(points)
         return self._message.stamped(sec, nanosec)
 
 
+def _dense_cloud(frame_id: str, cells: np.ndarray, sec: int, nanosec: int) -> memoryview:
+    """Return a serialised one-row cloud of the Autoware points of the cells with a return."""
+    count = autoware_points.return_count(cells)
+    prefix = _cloud_prefix(1, count, frame_id, 'autoware_dense')
+    start, end = len(prefix), len(prefix) + count * AUTOWARE_POINT_STEP
+    message = np.empty(end + len(_DENSE), dtype=np.uint8)
+    message[:start] = np.frombuffer(prefix, dtype=np.uint8)
+    cdr.STAMP.pack_into(message, cdr.STAMP_OFFSET, sec, nanosec)
+    autoware_points.returns_only(cells, out=message[start:end])    # gathered in place
+    message[end:] = np.frombuffer(_DENSE, dtype=np.uint8)
+    return memoryview(message)
+
+
 def _point_step(fields: str) -> int:
-    return XYZI_POINT_STEP if _field_layout(fields) is _XYZI else XYZIRT_POINT_STEP
+    layout = _field_layout(fields)
+    if layout is _XYZI:
+        return XYZI_POINT_STEP
+    return XYZIRT_POINT_STEP if layout is _XYZIRT else AUTOWARE_POINT_STEP
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=64)
 def _cloud_prefix(columns: int, rings: int, frame_id: str, fields: str) -> bytes:
     """Return a serialised cloud up to its data (the stamp zero, the data length included)."""
     layout = _field_layout(fields)
@@ -343,7 +428,7 @@ def _cloud_prefix(columns: int, rings: int, frame_id: str, fields: str) -> bytes
 
 def cloud_to_array(cloud: PointCloud2) -> np.ndarray:
     """
-    Return a read-only numpy view of an xyzi or xyzirt cloud: shape (height, width).
+    Return a read-only numpy view of an xyzi, xyzirt or autoware cloud: shape (height, width).
 
     Fields are named like the cloud's (``x``, ..., ``ring``, ``time``).
 
@@ -354,8 +439,11 @@ def cloud_to_array(cloud: PointCloud2) -> np.ndarray:
                           'offsets': [0, 4, 8, 12], 'itemsize': XYZI_POINT_STEP})
     elif cloud.point_step == XYZIRT_POINT_STEP:
         dtype = XYZIRT_DTYPE
+    elif cloud.point_step == AUTOWARE_POINT_STEP:
+        dtype = autoware_points.DTYPE
     else:
-        raise ValueError(f'a cloud of point step {cloud.point_step} is neither xyzi nor xyzirt')
+        raise ValueError(f'a cloud of point step {cloud.point_step} is not one of '
+                         f'{", ".join(POINT_FIELD_SETS)}')
     view = np.frombuffer(cloud.data, dtype=dtype).reshape(cloud.height, cloud.width)
     view.flags.writeable = False
     return view
@@ -366,6 +454,8 @@ def _field_layout(fields: str) -> tuple[tuple[str, int, int], ...]:
         return _XYZI
     if fields == 'xyzirt':
         return _XYZIRT
+    if fields in AUTOWARE_FIELD_SETS:
+        return autoware_points.FIELDS
     raise ValueError(f'point fields {fields!r} are not one of {", ".join(POINT_FIELD_SETS)}')
 
 

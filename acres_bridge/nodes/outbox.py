@@ -10,13 +10,16 @@ the serialised message from the reader and publishes it on ``sensor-tx:<name>`` 
 ``publish_serialised`` (no copy, the GIL released), while the reader goes on. A sensor bridge
 has one outbox per type, so that a cloud never waits for the image that arrived with it.
 Lockstep's barrier waits for :meth:`Outbox.drain` of each, so a step's barrier never overtakes
-its clouds and images.
+its clouds and images. :class:`SenderThread` is the hand-off and the thread without the
+publishing; the compressed images' encoder (nodes/image_encoder.py) stands on it too.
 """
 
 from collections import deque
 from collections.abc import Callable
 import threading
 import time
+from typing import Generic
+from typing import TypeVar
 
 from rclpy.publisher import Publisher
 
@@ -27,8 +30,88 @@ from acres_bridge.protocol.threads import name_native_thread
 # Messages waiting; the pool's ring bounds the pooled ones, this bounds the rest.
 CAPACITY = 8
 
+ItemT = TypeVar('ItemT')
 
-class Outbox:
+
+class SenderThread(Generic[ItemT]):
+    """
+    Items handed over by one thread and sent in order by a thread of their own.
+
+    The hand-off (``_queue`` under ``_changed``) is filled by the subclass's own ``put``;
+    the thread sends each item with :meth:`_send`, counts and reports what raises with
+    :meth:`_failed`, and gives every item back with :meth:`_done`, sent or not.
+
+    :param thread_name: the sending thread's name.
+    """
+
+    def __init__(self, thread_name: str) -> None:
+        self._queue: deque[ItemT] = deque()
+        self._changed = threading.Condition()
+        self._sending = 0
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait until every item handed over so far is out; False after ``timeout_s``."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: not self._queue and not self._sending, timeout_s)
+
+    @property
+    def waiting(self) -> int:
+        """Return the number of items handed over and not yet out."""
+        with self._changed:
+            return len(self._queue) + self._sending
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Send what is queued (``timeout_s`` at most), then end the thread and join it."""
+        deadline = time.monotonic() + timeout_s
+        if self._thread.is_alive():
+            self.drain(timeout_s)
+        with self._changed:
+            self._stopping = True
+            left = list(self._queue)
+            self._queue.clear()
+            self._changed.notify_all()
+        for item in left:
+            self._done(item)
+        if self._thread.is_alive():
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _send(self, item: ItemT) -> None:
+        raise NotImplementedError
+
+    def _failed(self, item: ItemT, exc: Exception) -> None:
+        raise NotImplementedError
+
+    def _done(self, item: ItemT) -> None:
+        """Give an item back once it is out or will never be (nothing to do by default)."""
+
+    def _run(self) -> None:
+        name_native_thread(self._thread.name)
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._stopping or self._queue)
+                if self._stopping:
+                    return
+                item = self._queue.popleft()
+                self._sending = 1
+            try:
+                self._send(item)
+            except Exception as exc:
+                # The top level of one item on this thread: count it and go on.
+                self._failed(item, exc)
+            finally:
+                self._done(item)
+                with self._changed:
+                    self._sending = 0
+                    self._changed.notify_all()
+
+
+class Outbox(SenderThread[tuple[str, Publisher, PooledMessage]]):
     """
     Publish serialised messages in the order given, on a thread of their own.
 
@@ -40,17 +123,10 @@ class Outbox:
 
     def __init__(self, name: str, *, on_error: Callable[[str, Exception], None],
                  capacity: int = CAPACITY) -> None:
+        super().__init__(f'sensor-tx:{name}')
         self._on_error = on_error
         self._capacity = capacity
-        self._queue: deque[tuple[str, Publisher, PooledMessage]] = deque()
-        self._changed = threading.Condition()
-        self._sending = 0
-        self._stopping = False
         self.failed: dict[str, int] = {}
-        self._thread = threading.Thread(target=self._run, name=f'sensor-tx:{name}', daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
 
     def put(self, kind: str, publisher: Publisher, message: PooledMessage,
             timeout_s: float) -> bool:
@@ -69,50 +145,14 @@ class Outbox:
             self._changed.notify_all()
         return True
 
-    def drain(self, timeout_s: float) -> bool:
-        """Wait until every message queued so far is out; False after ``timeout_s``."""
-        with self._changed:
-            return self._changed.wait_for(
-                lambda: not self._queue and not self._sending, timeout_s)
+    def _send(self, item: tuple[str, Publisher, PooledMessage]) -> None:
+        _, publisher, message = item
+        publish_serialised(publisher, message.data)
 
-    @property
-    def waiting(self) -> int:
-        """Return the number of messages queued and not yet out."""
-        with self._changed:
-            return len(self._queue) + self._sending
+    def _failed(self, item: tuple[str, Publisher, PooledMessage], exc: Exception) -> None:
+        kind = item[0]
+        self.failed[kind] = self.failed.get(kind, 0) + 1
+        self._on_error(kind, exc)
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Publish what is queued (``timeout_s`` at most), then end the thread and join it."""
-        deadline = time.monotonic() + timeout_s
-        if self._thread.is_alive():
-            self.drain(timeout_s)
-        with self._changed:
-            self._stopping = True
-            left = list(self._queue)
-            self._queue.clear()
-            self._changed.notify_all()
-        for _, _, message in left:
-            message.release()
-        if self._thread.is_alive():
-            self._thread.join(max(0.0, deadline - time.monotonic()))
-
-    def _run(self) -> None:
-        name_native_thread(self._thread.name)
-        while True:
-            with self._changed:
-                self._changed.wait_for(lambda: self._stopping or self._queue)
-                if self._stopping:
-                    return
-                kind, publisher, message = self._queue.popleft()
-                self._sending = 1
-            try:
-                publish_serialised(publisher, message.data)
-            except Exception as exc:
-                # The top level of one message on this thread: count it and go on.
-                self.failed[kind] = self.failed.get(kind, 0) + 1
-                self._on_error(kind, exc)
-            finally:
-                message.release()
-                with self._changed:
-                    self._sending = 0
-                    self._changed.notify_all()
+    def _done(self, item: tuple[str, Publisher, PooledMessage]) -> None:
+        item[2].release()

@@ -8,12 +8,14 @@ Every parameter of every node of acres_bridge, declared, validated and frozen in
 node                parameters
 ==================  =========================================================================
 sensor_bridge       host, port (5601), frame_prefix, publish_clock, publish_tf, world_frame,
-                    point_fields, lidar_sweep_s, point_time_origin, reconnect_s
+                    point_fields, lidar_sweep_s, point_time_origin, compressed.format,
+                    compressed.jpeg_quality, compressed.png_level, reconnect_s
 sim_control         host, port (5600), timeout_s, reconnect_s
 acres_bridge        host, port (5600, the control channel), sensor_ports, timeout_s,
                     ack_timeout_s, match_timeout_s, reconnect_s, frame_prefix,
                     publish_clock, publish_tf, world_frame, point_fields, lidar_sweep_s,
-                    point_time_origin, sensor_processes
+                    point_time_origin, compressed.format, compressed.jpeg_quality,
+                    compressed.png_level, sensor_processes
 ==================  =========================================================================
 
 The lidar_recorder's parameters are :mod:`acres_bridge.nodes.recorder_parameters`', next to
@@ -53,8 +55,15 @@ from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback
 
 PUBLISH_TF_CHOICES = ('none', 'ins', 'truth')
-POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt')
-POINT_TIME_ORIGIN_CHOICES = ('end', 'start')
+POINT_FIELDS_CHOICES = ('xyzi', 'xyzirt', 'autoware', 'autoware_dense')
+# Field sets whose per-point time is unsigned, after the stamp: the start origin only.
+UNSIGNED_TIME_FIELDS = ('autoware', 'autoware_dense')
+POINT_TIME_ORIGIN_CHOICES = ('auto', 'end', 'start')
+# image_transport's compressed plugin names its parameters format, jpeg_quality and png_level
+# (compressed_image_transport/src/compressed_publisher.cpp); none: no compressed topic.
+COMPRESSED_FORMAT_CHOICES = ('jpeg', 'png', 'none')
+JPEG_QUALITY_RANGE = (1, 100)
+PNG_LEVEL_RANGE = (0, 9)
 SENSOR_PROCESSES_CHOICES = ('auto', 'in_process', 'per_agent')
 # Cores that sensor_processes auto leaves beside one per agent: the simulator's and the rest's
 # (the session's own process, the subscribers). On two cores one process carried more agents
@@ -154,7 +163,9 @@ WORLD_FRAME = ParameterSpec(
     'The frame id of the world (ENU map grid): odometry frame and /tf parent.')
 POINT_FIELDS = ParameterSpec(
     'point_fields', 'xyzi', _T.STRING,
-    'The fields of lidar/points: x y z intensity (xyzi), or also ring and time (xyzirt).',
+    'The fields of lidar/points: x y z intensity (xyzi), also ring and time (xyzirt), or '
+    'Autoware\'s PointXYZIRCAEDT, organised (autoware) or the returns only in one row as '
+    'Autoware\'s drivers publish them (autoware_dense).',
     choices=POINT_FIELDS_CHOICES)
 LIDAR_SWEEP_S = ParameterSpec(
     'lidar_sweep_s', -1.0, _T.DOUBLE,
@@ -162,10 +173,24 @@ LIDAR_SWEEP_S = ParameterSpec(
     'scan period, 1 / lidar.hz of the Hello; 0 a scan of one instant (ACRES Core without its '
     'sweep option).', float_range=LIDAR_SWEEP_RANGE_S)
 POINT_TIME_ORIGIN = ParameterSpec(
-    'point_time_origin', 'end', _T.STRING,
-    'The origin of the xyzirt time field: end (the frame stamp, the end of the sweep; times '
-    '<= 0) or start (the cloud is stamped one sweep earlier, times >= 0, as LIO-SAM and '
-    'FAST-LIO read them).', choices=POINT_TIME_ORIGIN_CHOICES)
+    'point_time_origin', 'auto', _T.STRING,
+    'The origin of the per-point time: end (the frame stamp, the end of the sweep; times '
+    '<= 0) or start (the cloud is stamped one sweep earlier, times >= 0, as LIO-SAM, '
+    'FAST-LIO and Autoware read them); auto: start for the autoware fields (whose time is '
+    'unsigned), end otherwise.', choices=POINT_TIME_ORIGIN_CHOICES)
+COMPRESSED_FORMAT = ParameterSpec(
+    'compressed.format', 'jpeg', _T.STRING,
+    'camera/image_raw/compressed as image_transport\'s compressed plugin makes it: jpeg or '
+    'png, encoded only while the topic has a subscriber; none: no such topic.',
+    choices=COMPRESSED_FORMAT_CHOICES)
+COMPRESSED_JPEG_QUALITY = ParameterSpec(
+    'compressed.jpeg_quality', 95, _T.INTEGER,
+    'The JPEG quality of camera/image_raw/compressed, 1 to 100 (the plugin\'s default 95).',
+    integer_range=JPEG_QUALITY_RANGE)
+COMPRESSED_PNG_LEVEL = ParameterSpec(
+    'compressed.png_level', 3, _T.INTEGER,
+    'The PNG compression level of camera/image_raw/compressed, 0 to 9 (the plugin\'s default '
+    '3).', integer_range=PNG_LEVEL_RANGE)
 RECONNECT_S = ParameterSpec(
     'reconnect_s', 1.0, _T.DOUBLE, 'The wait before each new connection attempt, s.',
     float_range=RECONNECT_RANGE_S)
@@ -193,14 +218,15 @@ SENSOR_PROCESSES = ParameterSpec(
     'when the process may use a core for each agent and two more, otherwise in_process; see '
     'docs/benchmarks.md).', choices=SENSOR_PROCESSES_CHOICES)
 
+COMPRESSED_PARAMETERS = (COMPRESSED_FORMAT, COMPRESSED_JPEG_QUALITY, COMPRESSED_PNG_LEVEL)
 SENSOR_BRIDGE_PARAMETERS = (HOST, SENSOR_PORT, FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF,
                             WORLD_FRAME, POINT_FIELDS, LIDAR_SWEEP_S, POINT_TIME_ORIGIN,
-                            RECONNECT_S)
+                            *COMPRESSED_PARAMETERS, RECONNECT_S)
 SIM_CONTROL_PARAMETERS = (HOST, CONTROL_PORT, TIMEOUT_S, RECONNECT_S)
 BRIDGE_PARAMETERS = (HOST, CONTROL_PORT, SENSOR_PORTS, TIMEOUT_S, ACK_TIMEOUT_S,
                      MATCH_TIMEOUT_S, RECONNECT_S,
                      FRAME_PREFIX, PUBLISH_CLOCK, PUBLISH_TF, WORLD_FRAME, POINT_FIELDS,
-                     LIDAR_SWEEP_S, POINT_TIME_ORIGIN, SENSOR_PROCESSES)
+                     LIDAR_SWEEP_S, POINT_TIME_ORIGIN, *COMPRESSED_PARAMETERS, SENSOR_PROCESSES)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,12 +247,20 @@ class SensorBridgeParameters:
     point_fields: str = 'xyzi'
     lidar_sweep_s: float = -1.0
     point_time_origin: str = 'end'
+    compressed_format: str = 'jpeg'
+    compressed_jpeg_quality: int = 95
+    compressed_png_level: int = 3
     reconnect_s: float = 1.0
 
+    def values(self) -> dict[str, Any]:
+        """Return the parameter values by parameter name (``compressed.format``), no address."""
+        return {_parameter_name(field): value
+                for field, value in dataclasses.asdict(self).items() if field != 'address'}
+
     def replace(self, **changes: Any) -> 'SensorBridgeParameters':
-        """Return a copy with some fields changed, validated again."""
-        values = {**dataclasses.asdict(self), **changes}
-        values.pop('address')
+        """Return a copy with some fields changed (by field name), validated again."""
+        values = {**self.values(),
+                  **{_parameter_name(field): value for field, value in changes.items()}}
         return sensor_bridge_parameters_from_values(values)
 
 
@@ -260,6 +294,9 @@ class BridgeParameters:
     point_fields: str = 'xyzi'
     lidar_sweep_s: float = -1.0
     point_time_origin: str = 'end'
+    compressed_format: str = 'jpeg'
+    compressed_jpeg_quality: int = 95
+    compressed_png_level: int = 3
     sensor_processes: str = 'auto'
 
     def processes_per_agent(self, streams: int, cores: int) -> bool:
@@ -293,7 +330,21 @@ class BridgeParameters:
             'publish_clock': self.publish_clock if publish_clock is None else publish_clock,
             'publish_tf': self.publish_tf, 'world_frame': self.world_frame,
             'point_fields': self.point_fields, 'lidar_sweep_s': self.lidar_sweep_s,
-            'point_time_origin': self.point_time_origin, 'reconnect_s': self.reconnect_s})
+            'point_time_origin': self.point_time_origin,
+            'compressed.format': self.compressed_format,
+            'compressed.jpeg_quality': self.compressed_jpeg_quality,
+            'compressed.png_level': self.compressed_png_level, 'reconnect_s': self.reconnect_s})
+
+
+def _field_name(name: str) -> str:
+    """Return the dataclass field of a parameter (``compressed.format`` -> compressed_format)."""
+    return name.replace('.', '_')
+
+
+def _parameter_name(field: str) -> str:
+    """Return the parameter of a dataclass field (``compressed_format`` -> compressed.format)."""
+    return field.replace('compressed_', 'compressed.', 1) if field.startswith(
+        'compressed_') else field
 
 
 _Settings = TypeVar('_Settings', SensorBridgeParameters, SimControlParameters, BridgeParameters)
@@ -372,10 +423,29 @@ def checked_values(specs: Sequence[ParameterSpec], values: Mapping[str, Any]) ->
     return checked
 
 
+def _time_origin(point_fields: str, origin: str) -> str:
+    """Return the per-point time origin in effect: ``auto`` resolved, end refused if unsigned."""
+    unsigned = point_fields in UNSIGNED_TIME_FIELDS
+    if origin == 'auto':
+        return 'start' if unsigned else 'end'
+    if unsigned and origin == 'end':
+        raise ParameterError(
+            f'parameter point_time_origin: end gives times before the stamp, and point_fields '
+            f'{point_fields} has unsigned times after it: use start or auto')
+    return origin
+
+
 def _values_of(specs: Sequence[ParameterSpec], values: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the checked, normalised values of specs, with ``address`` for ``host``."""
-    checked = checked_values(specs, values)
+    """
+    Return the checked, normalised values of specs by field name, with ``address``.
+
+    ``point_time_origin`` is the origin in effect (``auto`` resolved).
+    """
+    checked = {_field_name(name): value for name, value in checked_values(specs, values).items()}
     checked['address'] = _address(checked['host'])
+    if 'point_time_origin' in checked:
+        checked['point_time_origin'] = _time_origin(checked['point_fields'],
+                                                    checked['point_time_origin'])
     if 'frame_prefix' in checked:
         checked['frame_prefix'] = _frame_id('frame_prefix', checked['frame_prefix'], prefix=True)
     if 'world_frame' in checked:
@@ -437,7 +507,7 @@ def finish_parameters(node: Node, specs: Sequence[ParameterSpec],
                       values: Mapping[str, Any]) -> None:
     """Store the validated values and give each parameter its final descriptor."""
     for spec in specs:
-        value = values[spec.name]
+        value = values[_field_name(spec.name)]
         if spec.type == _T.INTEGER_ARRAY:
             value = list(value)
         try:

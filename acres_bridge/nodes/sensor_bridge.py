@@ -9,9 +9,11 @@ One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the part
   decodes, converts and publishes each frame, but hands clouds and images to a
   ``sensor-tx:<name>/lidar`` and a ``sensor-tx:<name>/camera`` thread (nodes/outbox.py), so
   that the clock and INS frames behind them need not wait for their 0.4 ms in rmw, and a cloud
-  need not wait for the image that arrived with it; no thread creates or destroys an entity. Its
-  ``barriers`` (lockstep's :class:`BarrierTracker`) tell when the barrier of a step is out,
-  which is after the step's clouds and images.
+  need not wait for the image that arrived with it; no thread creates or destroys an entity.
+  ``camera/image_raw/compressed`` is encoded only while it has a subscriber, on a
+  ``sensor-enc:<name>`` thread (nodes/image_encoder.py). Its ``barriers`` (lockstep's
+  :class:`BarrierTracker`) tell when the barrier of a step is out, which is after the step's
+  clouds, images and compressed images.
 * What the bridges on one node share (``/tf``, ``/tf_static``, ``/diagnostics``) is
   :class:`SharedPublishers` (nodes/shared_publishers.py).
 * :class:`SensorBridgeNode` is the ``sensor_bridge`` executable's node: parameters, one bridge,
@@ -42,6 +44,7 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo
+from sensor_msgs.msg import CompressedImage
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
@@ -60,6 +63,7 @@ from acres_bridge.conversions.pool import MessagePool
 from acres_bridge.conversions.pool import PooledMessage
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
+from acres_bridge.nodes.image_encoder import ImageEncoder
 from acres_bridge.nodes.lockstep import BarrierTracker
 from acres_bridge.nodes.logs import protocol_log
 from acres_bridge.nodes.outbox import Outbox
@@ -178,6 +182,12 @@ class SensorBridge:
                        else None)
         self._cloud = self._create(PointCloud2, self._topic('lidar/points'), LARGE_DEPTH)
         self._image = self._create(Image, self._topic('camera/image_raw'), LARGE_DEPTH)
+        self._encoder = None if parameters.compressed_format == 'none' else ImageEncoder(
+            self.name, self._create(CompressedImage, self._topic('camera/image_raw/compressed'),
+                                    LARGE_DEPTH),
+            image_format=parameters.compressed_format,
+            jpeg_quality=parameters.compressed_jpeg_quality,
+            png_level=parameters.compressed_png_level, on_error=self._encode_failed)
         self._camera_info = self._create(CameraInfo, self._topic('camera/camera_info'),
                                          SMALL_DEPTH)
         self._fix = self._create(NavSatFix, self._topic('ins/fix'), SMALL_DEPTH)
@@ -219,6 +229,8 @@ class SensorBridge:
         """Start the reader thread: it connects, and reconnects every ``reconnect_s``."""
         for outbox in self._outboxes.values():
             outbox.start()
+        if self._encoder is not None:
+            self._encoder.start()
         self._client.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
@@ -226,6 +238,8 @@ class SensorBridge:
         self._client.stop(timeout_s)
         for outbox in self._outboxes.values():
             outbox.stop(timeout_s)
+        if self._encoder is not None:
+            self._encoder.stop(timeout_s)
 
     def destroy(self) -> None:
         """Stop and join the reader, then destroy this bridge's publishers."""
@@ -284,6 +298,8 @@ class SensorBridge:
             figures['dropped'] = dropped.get(kind, 0)
         stats['published'] = sum(published.values())
         stats['dropped'] = sum(dropped.values())
+        if self._encoder is not None:
+            stats['compressed'] = self._encoder.stats
         return stats
 
     def diagnostic_statuses(self) -> list[DiagnosticStatus]:
@@ -390,6 +406,10 @@ class SensorBridge:
             self._logger.warning(f'sensor stream {self.name}: a {kind} message was not '
                                  f'published: {type(exc).__name__}: {exc}' + held_text(held))
 
+    def _encode_failed(self, exc: Exception) -> None:
+        """Log a compressed image the encoder thread could not publish (it counted it)."""
+        self._send_failed('compressed image', exc)
+
     def _point_times(self, lidar: LidarLayout | None) -> PointTimes:
         return PointTimes.of(lidar, sweep_s=self.parameters.lidar_sweep_s,
                              origin=self.parameters.point_time_origin)
@@ -406,15 +426,20 @@ class SensorBridge:
             self._camera_info.publish(camera_info_cdr(
                 layout.hello, frame_id=layout.frames.camera_optical,
                 stamp_s=frame.header.stamp_s))
+        # After the raw image is handed on: the copy for the encoder waits for nothing else.
+        if self._encoder is not None and frame.encoding == 'bgr8' and self._encoder.wanted():
+            self._encoder.put(frame, layout.frames.camera_optical)
 
     def _publish_barrier(self, frame: BarrierFrame) -> None:
         deadline = time.monotonic() + OUTBOX_WAIT_S
-        drained = [outbox.drain(max(0.0, deadline - time.monotonic()))
-                   for outbox in self._outboxes.values()]
+        # The step's compressed images too: only while the topic has a subscriber is there
+        # anything to wait for (image_encoder.py).
+        senders = [*self._outboxes.values(), *([self._encoder] if self._encoder else [])]
+        drained = [sender.drain(max(0.0, deadline - time.monotonic())) for sender in senders]
         if not all(drained):
             held = self._send_log.ready()
             if held is not None:
-                waiting = sum(outbox.waiting for outbox in self._outboxes.values())
+                waiting = sum(sender.waiting for sender in senders)
                 self._logger.warning(
                     f'sensor stream {self.name}: barrier of step {frame.step} published while '
                     f'{waiting} clouds and images before it were still not out '

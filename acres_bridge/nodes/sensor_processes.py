@@ -41,7 +41,6 @@ then sends SIGTERM and SIGKILL.
 import argparse
 from collections.abc import Callable
 import concurrent.futures
-import dataclasses
 import itertools
 import json
 import os
@@ -181,8 +180,7 @@ class SensorProcess:
 
     def argv(self, channel_fd: int) -> list[str]:
         """Return the child's command line."""
-        values = dataclasses.asdict(self.settings)
-        values.pop('address')
+        values = self.settings.values()
         return [sys.executable, '-m', MODULE, '--channel', str(channel_fd),
                 '--name', self.name, '--namespace', self.namespace,
                 '--ack-timeout-s', repr(self.ack_timeout_s),

@@ -25,6 +25,7 @@ from rclpy.qos import QoSProfile
 from rclpy.qos import ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo
+from sensor_msgs.msg import CompressedImage
 from sensor_msgs.msg import Image
 from sensor_msgs.msg import Imu
 from sensor_msgs.msg import NavSatFix
@@ -42,6 +43,7 @@ TIMEOUT_S = 15.0
 # The topics of one agent, relative to its namespace.
 AGENT_TOPICS: dict[str, type] = {
     'lidar/points': PointCloud2, 'camera/image_raw': Image, 'camera/camera_info': CameraInfo,
+    'camera/image_raw/compressed': CompressedImage,
     'ins/fix': NavSatFix, 'ins/imu': Imu, 'ins/odometry': Odometry,
     'ground_truth/odometry': Odometry, 'step_barrier': StepBarrier,
 }
