@@ -11,6 +11,7 @@ noble, and the README's own ``rosdep install`` line, simulated, in a workspace l
 README lays it out. Nothing is installed and no network is used.
 """
 
+import functools
 import os
 from pathlib import Path
 
@@ -24,7 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PATHS = (str(ROOT), str(ROOT / 'msg'))
 
 
+@functools.cache
 def _keys() -> list[str]:
+    """Return the keys of both packages (not the packages themselves), as rosdep reads them."""
     result = rosdep('keys', '--from-paths', *PATHS, '--ignore-src')
     assert result.returncode == 0, result.stdout
     return sorted(line for line in result.stdout.splitlines()
