@@ -15,7 +15,7 @@ def readme_command(start: str) -> str:
 
     :raises AssertionError: when there is none, or two that differ.
     """
-    blocks = re.findall(r'^```(?:bash|sh|console)\n(.*?)^```', README.read_text(),
+    blocks = re.findall(r'^```(?:bash|sh|shell|console)\n(.*?)^```', README.read_text(),
                         re.MULTILINE | re.DOTALL)
     lines = {line.strip().removeprefix('$ ') for block in blocks for line in block.splitlines()}
     found = sorted(line for line in lines if line.startswith(start))
