@@ -25,7 +25,7 @@ setup(
     maintainer_email='acres-bridge@example.com',
     description='ROS 2 bridge of the ACRES farm simulator',
     license='Apache-2.0',
-    tests_require=['pytest'],
+    extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
             'sensor_bridge = acres_bridge.nodes.sensor_bridge:main',

@@ -16,6 +16,7 @@ import os
 import pytest
 from support.environment import claim_domain_id
 from support.environment import local_discovery
+from support.ros2_tools import require_tooling
 from support.spinning import SpinningExecutor
 
 # Set when this run claimed its ROS_DOMAIN_ID (not when the caller gave one).
@@ -30,6 +31,13 @@ if 'ROS_DOMAIN_ID' not in os.environ or (
         os.environ.get('PYTEST_XDIST_WORKER') and os.environ.get(_CLAIMED) == 'yes'):
     os.environ['ROS_DOMAIN_ID'] = str(claim_domain_id())
     os.environ[_CLAIMED] = 'yes'
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Gate a test marked ``ros2_tools`` on the ros2 tools before any fixture of it starts."""
+    if item.get_closest_marker('ros2_tools') is not None:
+        require_tooling()
 
 
 @pytest.fixture

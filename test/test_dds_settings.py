@@ -558,13 +558,12 @@ def _process_maps(pid: int) -> list[str]:
 
 @pytest.mark.ros
 @pytest.mark.delivery
-@pytest.mark.parametrize('how', ['console script', 'python -m', 'ros2 run'])
+@pytest.mark.parametrize('how', ['console script', 'python -m',
+                                 pytest.param('ros2 run', marks=pytest.mark.ros2_tools)])
 def test_every_way_of_starting_the_bridge_logs_and_gets_its_configuration(how):
     pytest.importorskip('rclpy')
     pytest.importorskip('psutil')
     command = _commands()[how]
-    if how == 'ros2 run':
-        pytest.importorskip('ros2run')
     fast_dds = _fast_dds()
     variable = dds.profile_variable(fast_dds)
     # The suite's second configuration puts the shipped profile in the environment.

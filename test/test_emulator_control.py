@@ -5,12 +5,14 @@
 
 import math
 import os
+import sys
 
 from mcap.reader import make_reader
 import pytest
 from support.emulator_probe import JsonChannel
 from support.waiting import wait_until
 
+from acres_bridge.emulator.episode_log import NO_MCAP
 from acres_bridge.emulator.server import Emulator
 
 EPISODE_KEYS = {'event', 'episode_id', 'episode', 'reset_epoch', 'step', 'time_s',
@@ -334,6 +336,16 @@ def test_record_writes_an_mcap_episode_log(game, tmp_path):
     assert topics[:4] == ['/acres/session', '/acres/episode', '/acres/conditions',
                           '/acres/vehicle_shifts']
     assert topics.count('/acres/agent_state') == 24
+
+
+def test_record_without_mcap_is_refused_with_the_fix(game, tmp_path, monkeypatch):
+    """rosdep has no key for mcap: without it only recording is refused, saying why."""
+    monkeypatch.setitem(sys.modules, 'mcap.writer', None)       # as if not installed
+    refused = game.call('record', action='start', path=str(tmp_path / 'episode.mcap'))
+    _refused(refused, 4, NO_MCAP)
+    assert 'pip install mcap' in NO_MCAP
+    assert not (tmp_path / 'episode.mcap').exists()
+    _ok(game.call('step', steps=2))
 
 
 def test_record_default_path_is_in_the_session_folder(tmp_path):

@@ -15,7 +15,6 @@ import pytest
 from support.ros2_tools import assert_clean_exit
 from support.ros2_tools import Background
 from support.ros2_tools import PACKAGE
-from support.ros2_tools import require_tooling
 from support.ros2_tools import run
 
 from acres_bridge.emulator.fault_tool import parse_fault
@@ -47,8 +46,8 @@ def test_a_bad_fault_spec_says_what_is_wrong(spec, protocol, error):
         parse_fault(spec, protocol)
 
 
+@pytest.mark.ros2_tools
 def test_acres_fault_proxy_helps_and_refuses_a_bad_fault_with_one_line():
-    require_tooling()
     helped = run(['ros2', 'run', PACKAGE, 'acres_fault_proxy', '--help'])
     assert helped.returncode == 0, helped.stdout
     assert '--upstream-port' in helped.stdout and 'huge_header' in helped.stdout
@@ -63,8 +62,8 @@ def test_acres_fault_proxy_helps_and_refuses_a_bad_fault_with_one_line():
 
 
 @pytest.mark.ros
+@pytest.mark.ros2_tools
 def test_acres_fault_proxy_breaks_the_stream_it_forwards_and_ends_on_ctrl_c(emulator_factory):
-    require_tooling()
     emulator = emulator_factory(mode='core', drive='hold')
     proxy = Background(['ros2', 'run', PACKAGE, 'acres_fault_proxy', '--upstream-port',
                         str(emulator.sensor_ports[0]), '--fault', 'bad_magic@lidar',

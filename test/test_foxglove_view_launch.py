@@ -22,10 +22,9 @@ from support.ports import free_ports
 from support.ros2_tools import assert_clean_exit
 from support.ros2_tools import Background
 from support.ros2_tools import PACKAGE
-from support.ros2_tools import require_tooling
 from support.ros2_tools import stop_daemon
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 TOPICS = ('/clock', '/polaris/lidar/points', '/polaris/camera/image_raw')
 STEPS = 30
 
@@ -41,7 +40,6 @@ def _stamps(client: FoxgloveClient, topic: str, message_type: type) -> list[floa
 
 
 def test_the_launched_view_serves_the_session_and_steps_it() -> None:
-    require_tooling()
     control_port, sensor_port = free_ports(2)
     launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
                          f'port:={control_port}', f'sensor_ports:={sensor_port}',

@@ -17,7 +17,7 @@ import pytest
 from support.launch_stops import CASES
 from support.launch_stops import stop_once
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 STOPS = int(os.environ.get('ACRES_LAUNCH_STOPS', '3'))
 
 

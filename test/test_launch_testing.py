@@ -16,11 +16,10 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 from support.ports import free_ports
-from support.ros2_tools import require_tooling
 from support.ros2_tools import ROOT
 from support.ros2_tools import run
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 LAUNCH_TESTS = ROOT / 'test' / 'launch_tests'
 # The tests of session_checks.py each launch test runs.
 EXPECTED = {'test_each_node_is_in_the_graph_once', 'test_the_agent_topics_and_the_clock_arrive',
@@ -29,7 +28,6 @@ EXPECTED = {'test_each_node_is_in_the_graph_once', 'test_the_agent_topics_and_th
 
 @pytest.mark.parametrize('launch_file', ['sensor_bridge', 'acres_session', 'emulator_session'])
 def test_launch_test_of_each_launch_file(launch_file: str, tmp_path: Path) -> None:
-    require_tooling()
     control, sensor = free_ports(2)
     report = tmp_path / 'report.xml'
     result = run(['launch_test', '--junit-xml', str(report),

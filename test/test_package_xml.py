@@ -4,36 +4,37 @@
 """
 package.xml names every dependency the code imports, so that a rosdep install has everything.
 
-Every module of ``acres_bridge/`` and ``launch/`` and every test is parsed (no import runs);
-each top-level module it imports that is neither the standard library nor the project's own is
-looked up in :data:`MODULE_KEYS` (Python module -> rosdep key). The package's own code needs the
-key as ``exec_depend`` (or ``depend``); a test's import may be any of those or ``test_depend``.
-A Python library key in package.xml that nothing imports any more is reported too.
+Every module of ``acres_bridge/`` and ``launch/`` and every test is parsed (no import runs).
+Each top-level module it imports that is neither the standard library nor the project's own
+must come from a key of package.xml, as the real rosdep resolves that key on the rosdistro
+snapshot (support/rosdep_snapshot.py; Jazzy on Ubuntu noble): a ROS package's key is its
+name; a system key provides the module when it installs Debian's package of it
+(``python3-<module>``, Debian's naming) or the PyPI distribution that has it installed in
+this prefix. The package's own code needs the key as ``exec_depend`` (or ``depend``); a
+test's import may be any of those or ``test_depend``. A Python library key that nothing
+imports any more is reported too. The imports no key provides are :data:`PIP_ONLY`, each
+with what a ROS user installs instead.
 """
 
 import ast
+import functools
+import importlib.metadata
 import pathlib
 import sys
 import xml.etree.ElementTree as ElementTree
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from support.rosdep_snapshot import resolve
 
-# Python module -> rosdep key. ROS packages are imported under their own name.
-ROS_PACKAGES = frozenset((
-    'acres_interfaces', 'action_msgs', 'ament_index_python', 'builtin_interfaces',
-    'diagnostic_msgs', 'geometry_msgs', 'launch', 'launch_ros', 'launch_testing',
-    'launch_testing_ros', 'nav_msgs', 'rcl_interfaces', 'rclpy', 'rosgraph_msgs', 'sensor_msgs',
-    'simulation_interfaces', 'std_msgs', 'tf2_msgs'))
-PYTHON_LIBRARIES = {
-    'PIL': 'python3-pil', 'hypothesis': 'python3-hypothesis', 'mcap': 'python3-mcap',
-    'numpy': 'python3-numpy', 'psutil': 'python3-psutil', 'pyproj': 'python3-pyproj',
-    'pytest': 'python3-pytest', 'rosbags': 'python3-rosbags', 'websockets': 'python3-websockets',
-    'yaml': 'python3-yaml'}
-# Modules that no rosdep key installs: what a colcon user runs instead (the README says so).
-PIP_ONLY = {'foxglove': 'pip install foxglove-sdk (foxglove_view only)'}
-MODULE_KEYS = {**{name: name for name in ROS_PACKAGES}, **PYTHON_LIBRARIES}
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Where keys are resolved (the rosdep test checks every distribution the README names).
+DISTRO, PLATFORM = 'jazzy', 'ubuntu:noble'
+# Imports that no rosdep key provides, and what a colcon user runs instead (the README says so).
+PIP_ONLY = {'foxglove': 'pip install foxglove-sdk (foxglove_view only)',
+            'mcap': "pip install mcap (the emulator's episode log only)"}
 RUNTIME_TAGS = ('depend', 'exec_depend')
 TEST_TAGS = RUNTIME_TAGS + ('test_depend',)
+# A resolution: key -> (installer, packages), as support.rosdep_snapshot.resolve gives it.
+Resolution = dict[str, tuple[str, list[str]]]
 
 
 def imported_modules(path: pathlib.Path) -> set[str]:
@@ -62,6 +63,28 @@ def declared(tags: tuple[str, ...]) -> set[str]:
     return {element.text.strip() for tag in tags for element in root.iter(tag)}
 
 
+def provides(key: str, resolution: tuple[str, list[str]], module: str) -> bool:
+    """Tell whether a key, resolved by rosdep, installs ``module``."""
+    installer, packages = resolution
+    if key == module:
+        return True                                     # a ROS package: its own name
+    if installer == 'apt':
+        return f'python3-{module.lower().replace("_", "-")}' in packages
+    if installer == 'pip':
+        names = {_normal(name) for name in packages}
+        return any(_normal(name) in names for name in _distributions().get(module, []))
+    return False
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace('_', '-').replace('.', '-')
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
 def _package_code() -> list[pathlib.Path]:
     return sorted((ROOT / 'acres_bridge').rglob('*.py')) + sorted((ROOT / 'launch').glob('*.py'))
 
@@ -76,42 +99,73 @@ def _test_helpers() -> set[str]:
             | {path.stem for path in (ROOT / 'tools').glob('*.py')})
 
 
-def _missing(found: dict[str, set[str]], keys: set[str]) -> list[str]:
-    return [f'{module} ({MODULE_KEYS[module]}), imported by {", ".join(sorted(files)[:3])}'
+def _missing(found: dict[str, set[str]], keys: set[str], resolved: Resolution) -> list[str]:
+    """Return the modules of ``found`` (but PIP_ONLY's) that no key of ``keys`` installs."""
+    return [f'{module}, imported by {", ".join(sorted(files)[:3])}'
             for module, files in sorted(found.items())
-            if module in MODULE_KEYS and MODULE_KEYS[module] not in keys]
+            if module not in PIP_ONLY and not any(
+                provides(key, resolved[key], module) for key in keys if key in resolved)]
 
 
-def test_every_import_has_a_known_rosdep_key():
-    found = {**third_party(_package_code(), {'acres_bridge'}),
-             **third_party(_test_code(), {'acres_bridge'} | _test_helpers())}
-    unknown = {module: files for module, files in found.items()
-               if module not in MODULE_KEYS and module not in PIP_ONLY}
-    assert not unknown, (f'imports without a rosdep key in MODULE_KEYS of {__name__}: '
-                         f'{unknown}')
+def _sources() -> set[str]:
+    """Return the packages of this repository besides acres_bridge (msg/: acres_interfaces)."""
+    return {ElementTree.parse(path).getroot().findtext('name')
+            for path in ROOT.glob('*/package.xml')}
+
+
+@functools.cache
+def _resolved() -> Resolution:
+    """Resolve package.xml's keys with rosdep; a package of this repository is a source."""
+    keys = sorted(declared(TEST_TAGS) - _sources())
+    resolved = resolve(keys, DISTRO, PLATFORM)
+    unresolved = sorted(set(keys) - set(resolved))
+    assert not unresolved, f'rosdep resolves no rule for {unresolved} ({DISTRO}, {PLATFORM})'
+    return {**resolved, **{name: ('source', []) for name in _sources()}}
 
 
 def test_package_xml_names_every_import_of_the_package_as_a_run_dependency():
-    missing = _missing(third_party(_package_code(), {'acres_bridge'}), declared(RUNTIME_TAGS))
-    assert not missing, f'package.xml lacks an exec_depend for: {missing}'
+    missing = _missing(third_party(_package_code(), {'acres_bridge'}), declared(RUNTIME_TAGS),
+                       _resolved())
+    assert not missing, f'no exec_depend of package.xml installs: {missing}'
 
 
 def test_package_xml_names_every_import_of_the_tests():
     missing = _missing(third_party(_test_code(), {'acres_bridge'} | _test_helpers()),
-                       declared(TEST_TAGS))
-    assert not missing, f'package.xml lacks a test_depend (or exec_depend) for: {missing}'
+                       declared(TEST_TAGS), _resolved())
+    assert not missing, f'no key of package.xml installs: {missing}'
 
 
 def test_package_xml_names_no_python_library_that_nothing_imports():
-    used = set(third_party(_package_code() + _test_code(), {'acres_bridge'}))
-    stale = {key for module, key in PYTHON_LIBRARIES.items() if module not in used}
-    assert not stale & declared(TEST_TAGS), f'package.xml names unused {stale}'
+    used = set(third_party(_package_code() + _test_code(), {'acres_bridge'} | _test_helpers()))
+    libraries = {key: resolution for key, resolution in _resolved().items()
+                 if resolution[0] == 'pip' or any(name.startswith('python3-')
+                                                  for name in resolution[1])}
+    stale = sorted(key for key, resolution in libraries.items()
+                   if not any(provides(key, resolution, module) for module in used))
+    assert libraries and not stale, f'package.xml names Python libraries nothing imports: {stale}'
+
+
+def test_no_rosdep_key_installs_the_pip_only_imports():
+    """If a key appears for one of them, package.xml should name it instead."""
+    candidates = {module: [f'python3-{module.lower()}', *(
+        f'python3-{_normal(name)}{suffix}' for name in _distributions().get(module, [])
+        for suffix in ('', '-pip'))] for module in PIP_ONLY}
+    resolved = resolve(sorted({key for keys in candidates.values() for key in keys}),
+                       DISTRO, PLATFORM)
+    assert all(module in _distributions() for module in PIP_ONLY), _distributions()
+    assert not resolved, f'rosdep now has keys for {resolved}: use them in package.xml'
 
 
 def test_the_check_sees_a_missing_key(tmp_path):
     module = tmp_path / 'probe.py'
-    module.write_text('import json\nimport numpy.linalg\nfrom mcap.reader import make_reader\n'
+    module.write_text('import json\nimport numpy.linalg\nfrom PIL import Image\n'
                       'from . import sibling\nfrom acres_bridge.protocol import frames\n')
-    assert imported_modules(module) == {'json', 'numpy', 'mcap', 'acres_bridge'}
-    found = {'mcap': {'probe.py'}, 'numpy': {'probe.py'}}
-    assert _missing(found, {'python3-numpy'}) == ['mcap (python3-mcap), imported by probe.py']
+    assert imported_modules(module) == {'json', 'numpy', 'PIL', 'acres_bridge'}
+    resolved = {'python3-numpy': ('apt', ['python3-numpy']), 'rclpy': ('apt', ['ros-x-rclpy']),
+                'python3-rosbags-pip': ('pip', ['rosbags'])}
+    found = {'PIL': {'probe.py'}, 'numpy': {'probe.py'}, 'rclpy': {'probe.py'},
+             'rosbags': {'probe.py'}, 'mcap': {'probe.py'}}
+    assert _missing(found, set(resolved), resolved) == ['PIL, imported by probe.py']
+    assert _missing(found, {'python3-numpy'}, resolved) == [
+        'PIL, imported by probe.py', 'rclpy, imported by probe.py',
+        'rosbags, imported by probe.py']

@@ -15,7 +15,6 @@ ros-tooling wheels needs Kilted's rclpy: on Jazzy it fails before it calls.)
 from collections.abc import Iterator
 import dataclasses
 from importlib import metadata
-from pathlib import Path
 import re
 
 import pytest
@@ -25,7 +24,6 @@ from support.ros2_tools import Background
 from support.ros2_tools import PACKAGE
 from support.ros2_tools import param_list
 from support.ros2_tools import PREFIX
-from support.ros2_tools import require_tooling
 from support.ros2_tools import run
 from support.ros2_tools import start_daemon
 from support.ros2_tools import stop_daemon
@@ -33,7 +31,7 @@ from support.ros2_tools import wait_for_nodes
 from support.waiting import call_across_processes
 import yaml
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 # ros2 param get/dump: wait this long for the node to be discovered.
 PARAM = ['--timeout', '10']
 AGENT = 'polaris'
@@ -49,7 +47,6 @@ class Session:
 @pytest.fixture(scope='module')
 def session() -> Iterator[Session]:
     """Run the emulator session until the module ends, then Ctrl-C it (exit 0, all gone)."""
-    require_tooling()
     start_daemon()
     control_port, sensor_port = free_ports(2)
     launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
@@ -70,33 +67,11 @@ def _ok(args: list[str], timeout_s: float = 60.0) -> str:
     return result.stdout
 
 
-def test_missing_tools_fail_in_a_prefix_made_with_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the tools, a prefix that has (or could have) them fails; only another skips."""
-    from support import ros2_tools
-    monkeypatch.setattr(ros2_tools, 'PREFIX', tmp_path)
-    monkeypatch.setattr(ros2_tools, 'ENV_SCRIPT', tmp_path / 'setup.bash')
-    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
-    (tmp_path / '.acres-setup').mkdir()
-    (tmp_path / '.acres-setup' / 'tooling.stamp').write_text('')
-    with pytest.raises(pytest.fail.Exception, match='the ros2 tools are missing'):
-        ros2_tools.require_tooling()
-    (tmp_path / '.acres-setup' / 'tooling.stamp').unlink()
-    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path)       # a ros-tooling folder exists
-    with pytest.raises(pytest.fail.Exception, match='run tools/bootstrap.py'):
-        ros2_tools.require_tooling()
-    monkeypatch.setattr(ros2_tools, 'TOOLING', tmp_path / 'no-ros-tooling')
-    with pytest.raises(pytest.skip.Exception, match='no .*no-ros-tooling to install them'):
-        ros2_tools.require_tooling()
-
-
 def test_ros2_pkg_prefix_is_the_prefix() -> None:
-    require_tooling()
     assert _ok(['ros2', 'pkg', 'prefix', PACKAGE]).strip() == str(PREFIX)
 
 
 def test_ros2_pkg_executables_lists_every_console_script() -> None:
-    require_tooling()
     scripts = {entry.name for entry in metadata.distribution(PACKAGE).entry_points
                if entry.group == 'console_scripts'}
     listed = [line.split() for line in _ok(['ros2', 'pkg', 'executables', PACKAGE]).splitlines()]

@@ -24,7 +24,6 @@ from support.ros2_tools import assert_clean_exit
 from support.ros2_tools import Background
 from support.ros2_tools import PACKAGE
 from support.ros2_tools import param_list
-from support.ros2_tools import require_tooling
 from support.ros2_tools import run
 from support.ros2_tools import start_daemon
 from support.ros2_tools import stop_daemon
@@ -33,14 +32,13 @@ import yaml
 
 from acres_bridge.dataset import LidarSet
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 PARAM = ['--timeout', '10']
 HELLO = r'sensor stream polaris: hello from agent'
 
 
 def _start_emulator(control: int | str, sensor: int) -> Background:
     """Start ``ros2 run acres_bridge acres_sim_emulator`` on these ports."""
-    require_tooling()
     return Background(['ros2', 'run', PACKAGE, 'acres_sim_emulator', '--control-port',
                        str(control), '--sensor-ports', str(sensor)])
 
@@ -157,7 +155,6 @@ def test_ros2_launch_against_the_emulator_and_ctrl_c(
 
 def test_ctrl_c_lets_the_bridge_end_a_sensor_process_that_hangs() -> None:
     """acres_bridge escalates on a stopped child for 10 s; launch waits for its clean end."""
-    require_tooling()
     control, first, second = free_ports(3)
     launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
                          'vehicles:=polaris,maxxum', f'port:={control}',
@@ -176,7 +173,6 @@ def test_ctrl_c_lets_the_bridge_end_a_sensor_process_that_hangs() -> None:
 @pytest.mark.parametrize('launch_file', ['acres_session.launch.py',
                                          'emulator_session.launch.py'])
 def test_rviz_without_rviz2_fails_before_anything_starts(launch_file: str) -> None:
-    require_tooling()
     if run(['ros2', 'pkg', 'prefix', 'rviz2']).returncode == 0:
         pytest.skip('rviz2 is installed in this environment')
     control, sensor = free_ports(2)
@@ -194,7 +190,6 @@ def test_rviz_without_rviz2_fails_before_anything_starts(launch_file: str) -> No
 
 def test_record_dataset_records_each_vehicle_and_ends_on_ctrl_c(tmp_path: Path) -> None:
     """emulator_session.launch.py record_dataset:=true: a recorder per vehicle, on /clock."""
-    require_tooling()
     control, first, second = free_ports(3)
     launch = Background(['ros2', 'launch', PACKAGE, 'emulator_session.launch.py',
                          'vehicles:=polaris,maxxum', f'port:={control}',

@@ -116,6 +116,7 @@ JUDGED_DEPTH_PARAMETERS = [f'qos_overrides./{AGENT}/{topic}.publisher.depth:={JU
                            for topic in ('lidar/points', 'camera/image_raw')]
 
 
+@pytest.mark.ros2_tools
 @pytest.mark.parametrize(('mtu', 'profile'), PLAY_CASES)
 def test_every_topic_of_a_polaris_reaches_host_b_in_play(two_hosts, mtu, profile):
     pair = two_hosts(mtu, two_hosts_profile() if profile else None)
@@ -288,6 +289,7 @@ def assert_complete(stepping: Stepping, answer: dict, what: str) -> None:
     assert not missing, f'{what}: at the answer host B had {missing}'
 
 
+@pytest.mark.ros2_tools
 @pytest.mark.parametrize('mtu', MTUS)
 def test_lockstep_from_host_b_from_its_first_step_and_across_an_outage(two_hosts, mtu):
     pair = two_hosts(mtu)

@@ -18,15 +18,17 @@ under <venv>/.acres-setup/):
    tools/interfaces/, and the project's acres_interfaces from msg/. A build is cached under
    ~/.cache/acres_bridge/interfaces/, keyed by its definitions, the Python version and the
    ROS requirements, so a warm machine restores it in a second;
-5. the real launch and ros2cli wheels of ../shared/ros-tooling/, when that folder exists
-   (with --no-deps, plus tools/requirements-tooling.txt);
+5. the launch, launch_ros, launch_testing and ros2cli wheels of a folder the user names
+   (--ros-tooling DIR, or the environment variable ACRES_ROS_TOOLING), with --no-deps, plus
+   tools/requirements-tooling.txt. PyPI has none of them; without the folder the prefix has
+   no `ros2` command and no launch, and the set-up says so in one line;
 6. acres_bridge itself, editable, laid out as colcon lays out a package (run every time, it
    is cheap): setup.py's console scripts in lib/acres_bridge/, its data files linked file by
    file into share/, and <venv>/setup.bash, which sets the environment of the ros2 commands.
 
 Run as `python3 tools/bootstrap.py [--distro kilted|jazzy] [--venv DIR]
-[--simulation-interfaces 1|2]`. It stops at the first failing step with the step's name, the
-distribution and the tail of its log.
+[--simulation-interfaces 1|2] [--ros-tooling DIR]`. It stops at the first failing step with
+the step's name, the distribution and the tail of its log.
 """
 
 import argparse
@@ -44,7 +46,7 @@ import time
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / 'tools' / 'requirements.txt'
-TOOLING = ROOT.parent / 'shared' / 'ros-tooling'
+TOOLING_VARIABLE = 'ACRES_ROS_TOOLING'
 TOOLING_REQUIREMENTS = ROOT / 'tools' / 'requirements-tooling.txt'
 PACKAGE = 'acres_bridge'
 CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'acres_bridge'
@@ -67,6 +69,12 @@ DISTROS = {
     'jazzy': Distro('jazzy', 'Jazzy', ROOT / 'tools' / 'requirements-ros-jazzy.txt',
                     '.venv-jazzy'),
 }
+
+
+# What the set-up says when no folder of ROS tools is named (one line: tools/test shows it).
+NO_TOOLING = ('ros2 launch and the ros2 command are not installed (PyPI has no launch or '
+              f'ros2cli): give --ros-tooling DIR or set {TOOLING_VARIABLE}=DIR, a folder of '
+              'their wheels; with a ROS 2 distribution, source its setup.bash instead')
 
 
 class SetupError(RuntimeError):
@@ -292,16 +300,22 @@ class Prefix:
             target.write_bytes(data)
             shutil.copymode(path, target)
 
-    def ensure_tooling(self) -> None:
-        """Install the launch and ros2cli wheels of ../shared/ros-tooling/, when it exists."""
-        wheels = sorted(TOOLING.glob('*.whl')) if TOOLING.is_dir() else []
-        if not wheels:
-            log(f'no wheels in {TOOLING}: ros2 launch and the ros2 command are not installed')
+    def ensure_tooling(self, folder: Path | None) -> None:
+        """Install the launch and ros2cli wheels of ``folder``; say in one line when none."""
+        if folder is None:
+            if (self.venv / 'bin' / 'ros2').is_file():
+                log('no --ros-tooling folder: the ros2 tools installed earlier are kept')
+            else:
+                log(NO_TOOLING)
             return
+        wheels = sorted(folder.glob('*.whl')) if folder.is_dir() else []
+        if not wheels:
+            raise SetupError(f'step "tooling" failed: no wheels in {folder} (named by '
+                             f'--ros-tooling or {TOOLING_VARIABLE})')
         key = digest(TOOLING_REQUIREMENTS, *wheels, self.python_version())
         if self.stamp_matches('tooling', key):
             return
-        log(f'installing the {len(wheels)} wheels of {TOOLING} (launch, ros2cli)')
+        log(f'installing the {len(wheels)} wheels of {folder} (launch, ros2cli)')
         # --no-deps: they name ament_index_python, which the prefix has as
         # ros-ament-index-python; what else they need is in the requirements file.
         run('tooling', [str(self.python), '-m', 'pip', 'install', '-q', '--no-deps',
@@ -466,6 +480,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--simulation-interfaces', choices=('1', '2'), default='1',
                         help='the shape of simulation_interfaces: 1 (1.6.1, Humble to Kilted) '
                              'or 2 (2.1.0)')
+    parser.add_argument('--ros-tooling', type=Path, metavar='DIR',
+                        default=os.environ.get(TOOLING_VARIABLE) or None,
+                        help='a folder of the launch, launch_ros, launch_testing and ros2cli '
+                             f'wheels to install (default: ${TOOLING_VARIABLE}; without it '
+                             'the prefix has no ros2 command)')
     args = parser.parse_args(argv)
     distro = DISTROS[args.distro]
     venv = args.venv or ROOT / distro.default_venv
@@ -484,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
         prefix.ensure_interface('acres_interfaces', ROOT / 'msg', requirements_key, simif_key)
         prefix.ensure_interface('composition_interfaces', interfaces / 'composition_interfaces',
                                 requirements_key)
-        prefix.ensure_tooling()
+        tooling = args.ros_tooling.resolve() if args.ros_tooling else None
+        prefix.ensure_tooling(tooling)
         prefix.ensure_project(requirements_key)
     except SetupError as exc:
         print(f'[setup] FAILED (ROS 2 {distro.title}, {venv}): {exc}', file=sys.stderr,

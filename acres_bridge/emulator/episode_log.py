@@ -9,23 +9,35 @@ The file has no chunk compression (the game's replay refuses compressed chunks).
 ``/acres/vehicle_shifts`` once at the start, ``/acres/agent_state`` once for each agent and
 physics step, and ``/acres/farm_event`` when the world changes the farm. The log time of a
 message is its simulation time in nanoseconds.
+
+The writer is the Python package ``mcap``, which rosdep has no key for: a ROS distribution's
+user installs it with pip. Without it only recording is refused (:data:`NO_MCAP`); the
+emulator and the bridge need nothing of it.
 """
 
 import json
 import os
 from typing import Any
 
-from mcap.writer import CompressionType
-from mcap.writer import Writer
-
+NO_MCAP = ('recording needs the Python package mcap, which rosdep cannot install: '
+           'pip install mcap')
 _TOPICS = ('/acres/session', '/acres/episode', '/acres/conditions', '/acres/vehicle_shifts',
            '/acres/agent_state', '/acres/farm_event')
+
+
+class EpisodeLogUnavailable(RuntimeError):
+    """The MCAP writer is not installed; the message says how to install it."""
 
 
 class EpisodeLog:
     """One MCAP file that is being written."""
 
     def __init__(self, path: str) -> None:
+        try:
+            from mcap.writer import CompressionType
+            from mcap.writer import Writer
+        except ImportError as exc:
+            raise EpisodeLogUnavailable(NO_MCAP) from exc
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)

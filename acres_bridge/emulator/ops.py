@@ -27,6 +27,7 @@ from typing import Protocol
 
 from acres_bridge.emulator.agents import PHYSICS_HZ
 from acres_bridge.emulator.episode_log import EpisodeLog
+from acres_bridge.emulator.episode_log import EpisodeLogUnavailable
 from acres_bridge.emulator.sensors.props import SPAWNABLES
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.world import World
@@ -325,6 +326,8 @@ def op_record(server: OpServer, request: Request, connection: Sender) -> Reply:
             log = EpisodeLog(path)
         except OSError as exc:
             raise Refusal(RESULT_FAILED, f'cannot write {path}: {exc.strerror}') from exc
+        except EpisodeLogUnavailable as exc:
+            raise Refusal(RESULT_FAILED, str(exc)) from exc
         world.episode_log = log
         log.write('/acres/session', world.time_s, op_hello(server, {}, connection))
         server.log_episode()

@@ -33,6 +33,11 @@ def ros_distro() -> str:
     return {3: 'humble', 4: 'iron', 7: 'jazzy', 9: 'kilted'}.get(major, fallback)
 
 
+def in_ci() -> bool:
+    """Tell whether this run is CI's (``CI=true``), where nothing may be skipped for a tool."""
+    return os.environ.get('CI', '').lower() in ('true', '1', 'yes')
+
+
 def local_discovery(environ: dict[str, str]) -> dict[str, str]:
     """
     Keep DDS discovery on this host in an environment (changed in place and returned).

@@ -25,7 +25,6 @@ import pytest
 from support.ports import free_ports
 from support.ros2_tools import Background
 from support.ros2_tools import PACKAGE
-from support.ros2_tools import require_tooling
 from support.ros2_tools import TRACEBACK
 
 # How long a launch may take to come up and publish, and to end after Ctrl-C (the bridge's
@@ -188,7 +187,6 @@ def stop_once(case: LaunchCase, context: Any,
     :param start_emulator: makes and starts an emulator (keyword arguments of ``Emulator``),
         for a launch without its own; the caller stops it.
     """
-    require_tooling()
     emulator = None
     if case.own_emulator:
         control, *sensors = free_ports(1 + len(case.vehicles))

@@ -4,9 +4,13 @@
 """
 Run the real ros2 commands and launch_test as a user does: in a shell that sourced setup.bash.
 
-The tools are the wheels of ../shared/ros-tooling/, which tools/bootstrap.py installs into the
-prefix whenever that folder exists. Then a missing tool is a failure, not a skip: only a prefix
-made without that folder (so without the tools) skips. Every command gets
+PyPI has no launch or ros2cli: tools/bootstrap.py installs their wheels from a folder the
+user names (--ros-tooling, ACRES_ROS_TOOLING). Every test that needs them goes through
+:func:`require_tooling` (the ``ros2_tools`` marker, which conftest.py applies before the
+test's fixtures, and every command of :func:`run` and :class:`Background` named ``ros2`` or
+``launch_test``): without them the test is skipped with one reason, :data:`SKIP_REASON`,
+which names the fix. Under ``CI=true``, or when the prefix was made with the tools or the
+variable is set, a missing tool is a failure instead. Every command gets
 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and the run's ROS_DOMAIN_ID (set by conftest.py).
 """
 
@@ -22,11 +26,17 @@ import threading
 import time
 
 import pytest
+from support.environment import in_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = Path(sys.prefix)
 ENV_SCRIPT = PREFIX / 'setup.bash'
-TOOLING = ROOT.parent / 'shared' / 'ros-tooling'
+TOOLING_VARIABLE = 'ACRES_ROS_TOOLING'
+TOOL_COMMANDS = frozenset(('ros2', 'launch_test'))
+# The one reason of every skip for want of the tools (tools/bootstrap.py prints the same fix).
+SKIP_REASON = ('ros2 launch and the ros2 command are not in this prefix: set '
+               f'{TOOLING_VARIABLE}=DIR, a folder of the launch and ros2cli wheels, and run '
+               'tools/bootstrap.py or tools/test again')
 PACKAGE = 'acres_bridge'
 # What a process prints when Python dies of an exception (a KeyboardInterrupt included).
 TRACEBACK = 'Traceback (most recent call last)'
@@ -38,16 +48,20 @@ _FAST_DDS_LOG_LINE = re.compile(r'^\x1b\[[0-9;]*m\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\
 
 
 def require_tooling() -> None:
-    """Fail when the prefix should have the ros2 tools and lacks them; skip when it cannot."""
+    """Skip the test when the prefix lacks the ros2 tools; fail when it should have them."""
     missing = [str(path) for path in (ENV_SCRIPT, PREFIX / 'bin' / 'ros2',
                                       PREFIX / 'bin' / 'launch_test') if not path.is_file()]
     if not missing:
         return
-    made_with_tooling = (PREFIX / '.acres-setup' / 'tooling.stamp').is_file()
     message = f'the ros2 tools are missing from {PREFIX}: {", ".join(missing)}'
-    if TOOLING.is_dir() or made_with_tooling:
-        pytest.fail(f'{message} ({TOOLING} exists: run tools/bootstrap.py or tools/test)')
-    pytest.skip(f'{message}, and there is no {TOOLING} to install them from')
+    if in_ci():
+        pytest.fail(f'{message} (CI=true: .ci/run sets {TOOLING_VARIABLE} to the folder of '
+                    'their wheels)')
+    if os.environ.get(TOOLING_VARIABLE):
+        pytest.fail(f'{message}, and {TOOLING_VARIABLE} is set: run tools/bootstrap.py')
+    if (PREFIX / '.acres-setup' / 'tooling.stamp').is_file():
+        pytest.fail(f'{message}, though tools/bootstrap.py installed them: run it again')
+    pytest.skip(SKIP_REASON)
 
 
 def environment(**extra: str) -> dict[str, str]:
@@ -60,7 +74,13 @@ def environment(**extra: str) -> dict[str, str]:
 
 
 def sourced(args: Sequence[str]) -> list[str]:
-    """Return ``args`` as a command run by bash after ``source <prefix>/setup.bash``."""
+    """
+    Return ``args`` as a command run by bash after ``source <prefix>/setup.bash``.
+
+    A ``ros2`` or ``launch_test`` command goes through :func:`require_tooling` first.
+    """
+    if args and args[0] in TOOL_COMMANDS:
+        require_tooling()
     return ['bash', '-c', 'source "$0" && exec "$@"', str(ENV_SCRIPT), *args]
 
 
