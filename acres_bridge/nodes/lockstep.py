@@ -30,8 +30,10 @@ is named like a late one.
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
 not fail the step (the world did step): the answer succeeds and says which topics were late
-and names their reliable readers (DDS does not say which reader lags). Best-effort readers
-are never waited for: DDS does not track their acknowledgements.
+and names their reliable readers (DDS does not say which reader lags). From then on the topic
+lags (nodes/lagging.py): later steps do not wait for it, and each answer names it, until every
+reader of it has acknowledged everything. Best-effort readers are never waited for: DDS does
+not track their acknowledgements.
 """
 
 from collections import deque
@@ -58,6 +60,8 @@ from acres_bridge.conversions.diagnostics import format_value
 from acres_bridge.nodes.futures import Deadlines
 from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.futures import settle
+from acres_bridge.nodes.lagging import LaggingTopics
+from acres_bridge.nodes.lagging import topic_of
 from acres_bridge.nodes.readers import known_readers
 from acres_bridge.nodes.readers import MATCH_POLL_S
 from acres_bridge.nodes.readers import ReaderSet
@@ -130,6 +134,8 @@ class StreamReport:
         not all acknowledge within the time-out.
     :param unmatched: topic -> the readers that the stream's writer of that topic had not
         matched when the acknowledgement wait began (see :func:`wait_for_matches`).
+    :param lagging: topic -> the reliable readers of that topic, for each topic not waited
+        for because a reader of it lags since an earlier step (nodes/lagging.py).
     """
 
     stream: str
@@ -137,6 +143,7 @@ class StreamReport:
     ack_wait_s: float
     late: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    lagging: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -164,20 +171,35 @@ class StepReport:
                 for topic, readers in report.unmatched.items()}
 
     @property
+    def lagging(self) -> dict[str, tuple[str, ...]]:
+        """Topic -> reliable readers, for every topic not waited for as a reader of it lags."""
+        return {topic: readers for report in self.streams
+                for topic, readers in report.lagging.items()}
+
+    @property
     def warning(self) -> str | None:
-        """One line saying what was late, None when everything was acknowledged."""
-        parts = [text for text in (unmatched_text(self.unmatched), late_text(self.late))
-                 if text]
+        """One line saying what was late or lagging, None when everything was acknowledged."""
+        parts = [text for text in (unmatched_text(self.unmatched), late_text(self.late),
+                                   lagging_text(self.lagging)) if text]
         return '; '.join(parts) or None
 
 
 def late_text(late: dict[str, tuple[str, ...]]) -> str | None:
     """Say which topics were not acknowledged in time and by whom (None: none)."""
-    if not late:
+    return _reliable_readers_text('not acknowledged in time', late)
+
+
+def lagging_text(lagging: dict[str, tuple[str, ...]]) -> str | None:
+    """Say which topics were not waited for as a reader of them lags (None: none)."""
+    return _reliable_readers_text('not waited for until a lagging reader catches up', lagging)
+
+
+def _reliable_readers_text(lead: str, topics: dict[str, tuple[str, ...]]) -> str | None:
+    if not topics:
         return None
-    return 'not acknowledged in time: ' + '; '.join(
+    return f'{lead}: ' + '; '.join(
         f'{topic} (reliable readers: {", ".join(readers) or "none left"})'
-        for topic, readers in sorted(late.items()))
+        for topic, readers in sorted(topics.items()))
 
 
 def unmatched_text(unmatched: dict[str, tuple[str, ...]]) -> str | None:
@@ -294,9 +316,10 @@ class StreamDelivery:
 
         def acknowledge() -> None:
             started = time.monotonic()
-            unmatched, late = self._lockstep.wait_for_delivery(self._publishers, readers)
+            unmatched, late, lagging = self._lockstep.wait_for_delivery(
+                self._publishers, readers, step)
             settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
-                                        unmatched))
+                                        unmatched, lagging))
 
         def published(future: concurrent.futures.Future) -> None:
             if not (future.cancelled() or report.done()):
@@ -348,6 +371,8 @@ class Lockstep:
         self._unmatched_steps = 0
         self._previous_unmatched_steps = 0
         self._last_unmatched: str | None = None
+        self._lagging = LaggingTopics()
+        self._lagging_steps = 0
 
     def submit(self, job: Callable[[], None], result: concurrent.futures.Future) -> None:
         """
@@ -374,19 +399,28 @@ class Lockstep:
             settle(result, error=exc)
 
     def wait_for_delivery(self, publishers: Callable[[], Iterable[Publisher]],
-                          readers: ReaderSet) -> tuple[dict[str, tuple[str, ...]],
-                                                       dict[str, tuple[str, ...]]]:
+                          readers: ReaderSet, step: int
+                          ) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]],
+                                     dict[str, tuple[str, ...]]]:
         """
         Block until the publishers matched ``readers`` and are acknowledged (an ack thread).
 
-        One deadline, ``ack_timeout_s``, for both waits.
+        One deadline, ``ack_timeout_s``, for both waits. The publishers of lagging topics are
+        not waited for (see nodes/lagging.py): they are looked at after the others, without a
+        bound or with the probe's, and a topic whose wait ran out lags from then on.
 
-        :return: the readers not matched, and the topics not acknowledged, at the deadline.
+        :return: the readers not matched and the topics not acknowledged at the deadline, and
+            the topics still lagging.
         """
         deadline = time.monotonic() + self.ack_timeout_s
         unmatched = wait_for_matches(self.node, publishers, readers, self.ack_timeout_s)
-        late = wait_for_acks(self.node, publishers(), max(0.0, deadline - time.monotonic()))
-        return unmatched, late
+        waited, behind = self._lagging.split(list(publishers()))
+        late = wait_for_acks(self.node, waited, max(0.0, deadline - time.monotonic()))
+        lagging = wait_for_acks(self.node, behind, self._lagging.probe_s(
+            behind, max(0.0, deadline - time.monotonic()))) if behind else {}
+        self._lagging.update(step, set(late), set(lagging),
+                             {topic_of(publisher) for publisher in behind} - set(lagging))
+        return unmatched, late, lagging
 
     def stream(self, name: str, namespace: str, barriers: BarrierTracker,
                publishers: Callable[[], Iterable[Publisher]],
@@ -510,18 +544,24 @@ class Lockstep:
                 self._failed_steps += 1
             return
         report: StepReport = future.result()
-        warning = report.warning
+        late = bool(report.late or report.unmatched)
         with self._lock:
             self._steps += 1
             self._waits_s.append(report.ack_wait_s)
             self._last = report
-            if warning is not None:
+            if late:
                 self._late_steps += 1
                 self._last_late = report
-        if warning is not None:
+            if report.lagging:
+                self._lagging_steps += 1
+        if late:
             self.node.get_logger().warning(
                 f'lockstep: step {report.step} answered after {self.ack_timeout_s:g} s '
-                f'without every acknowledgement: {warning}',
+                f'without every acknowledgement: {report.warning}',
+                throttle_duration_sec=LATE_LOG_INTERVAL_S)
+        elif report.lagging:
+            self.node.get_logger().warning(
+                f'lockstep: step {report.step} {lagging_text(report.lagging)}',
                 throttle_duration_sec=LATE_LOG_INTERVAL_S)
 
     @property
@@ -534,7 +574,8 @@ class Lockstep:
             stats = {'steps': self._steps, 'late_steps': self._late_steps,
                      'failed_steps': self._failed_steps,
                      'unmatched_steps': self._unmatched_steps,
-                     'last_unmatched': self._last_unmatched}
+                     'last_unmatched': self._last_unmatched,
+                     'lagging_steps': self._lagging_steps}
         stats.update({
             'last_step': last.step if last is not None else None,
             'ack_wait_last_ms': last.ack_wait_s * 1e3 if last is not None else None,
@@ -545,6 +586,7 @@ class Lockstep:
             'match_timeout_s': self.match_timeout_s,
             'last_late_step': last_late.step if last_late is not None else None,
             'last_late': last_late.warning if last_late is not None else None,
+            'lagging': lagging_text(last.lagging) if last is not None else None,
         })
         return stats
 
@@ -580,6 +622,9 @@ def lockstep_stats_to_status(stats: dict[str, Any], *, name: str, late_now: bool
     if late_now:
         level = DiagnosticStatus.WARN
         message = f'step {stats["last_late_step"]} {stats["last_late"]}'
+    elif stats.get('lagging'):
+        level = DiagnosticStatus.WARN
+        message = f'step {stats["last_step"]} {stats["lagging"]}'
     elif unmatched_now:
         level = DiagnosticStatus.WARN
         message = stats['last_unmatched']
