@@ -73,6 +73,8 @@ ACK_WORKERS = 8
 MATCH_TIMEOUT_S = 5.0
 FIGURES_KEPT = 200
 LATE_LOG_INTERVAL_S = 5.0
+# Where a step's time goes (see Lockstep._record_phases), as named in Lockstep.stats.
+PHASES = ('to_sent', 'to_reply', 'to_published', 'to_acked')
 
 
 class BarrierTracker:
@@ -136,6 +138,8 @@ class StreamReport:
         matched when the acknowledgement wait began (see :func:`wait_for_matches`).
     :param lagging: topic -> the reliable readers of that topic, for each topic not waited
         for because a reader of it lags since an earlier step (nodes/lagging.py).
+    :param published_at: when the barrier was out (``time.monotonic()``, CLOCK_MONOTONIC: the
+        same clock in every process of the host), 0.0 when unknown.
     """
 
     stream: str
@@ -144,6 +148,7 @@ class StreamReport:
     late: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     lagging: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    published_at: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -314,16 +319,17 @@ class StreamDelivery:
         report: concurrent.futures.Future = concurrent.futures.Future()
         barrier = self._barriers.future(step)
 
-        def acknowledge() -> None:
+        def acknowledge(published_at: float) -> None:
             started = time.monotonic()
             unmatched, late, lagging = self._lockstep.wait_for_delivery(
                 self._publishers, readers, step)
             settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
-                                        unmatched, lagging))
+                                        unmatched, lagging, published_at))
 
         def published(future: concurrent.futures.Future) -> None:
             if not (future.cancelled() or report.done()):
-                self._lockstep.submit(acknowledge, report)
+                published_at = time.monotonic()
+                self._lockstep.submit(lambda: acknowledge(published_at), report)
 
         def expired() -> BaseException | None:
             return None if barrier.done() else BarrierTimeout(self.name, step, barrier_timeout_s)
@@ -373,6 +379,9 @@ class Lockstep:
         self._last_unmatched: str | None = None
         self._lagging = LaggingTopics()
         self._lagging_steps = 0
+        # (request in, step sent) of the step in flight, and where each step's time went.
+        self._request: tuple[float, float] | None = None
+        self._phases: deque[tuple[float, float, float, float]] = deque(maxlen=FIGURES_KEPT)
 
     def submit(self, job: Callable[[], None], result: concurrent.futures.Future) -> None:
         """
@@ -509,7 +518,10 @@ class Lockstep:
              sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[int], Awaitable]:
         """Return sim_control's ``barrier_hook``: await the delivery of a step's sources."""
         def barrier_hook(step: int) -> Awaitable:
-            return FutureWaiter(self.step_delivered(step, sources()), executor)
+            replied = time.monotonic()
+            delivered = self.step_delivered(step, sources())
+            delivered.add_done_callback(lambda future: self._record_phases(future, replied))
+            return FutureWaiter(delivered, executor)
         return barrier_hook
 
     def match_hook(self, executor: Executor,
@@ -521,8 +533,34 @@ class Lockstep:
         before a stream is up would reach none of its readers.
         """
         def match_hook() -> Awaitable:
-            return FutureWaiter(self.step_matched(sources()), executor)
+            requested = time.monotonic()
+            matched = self.step_matched(sources())
+            matched.add_done_callback(lambda _: self._sent(requested))
+            return FutureWaiter(matched, executor)
         return match_hook
+
+    def _sent(self, requested: float) -> None:
+        with self._lock:
+            self._request = (requested, time.monotonic())
+
+    def _record_phases(self, future: concurrent.futures.Future, replied: float) -> None:
+        """
+        Note where a step's time went, from the request to the last acknowledgement.
+
+        Four phases: request in -> step sent (the match wait), -> the simulator's reply (the
+        barriers come with it), -> the last stream's barrier published, -> every reader
+        acknowledged. The answer's way back to the client is the client's to measure.
+        """
+        acked = time.monotonic()
+        with self._lock:
+            request, self._request = self._request, None
+        if request is None or future.cancelled() or future.exception() is not None:
+            return
+        report: StepReport = future.result()
+        published = max([replied] + [stream.published_at for stream in report.streams])
+        with self._lock:
+            self._phases.append((request[1] - request[0], replied - request[1],
+                                 published - replied, acked - published))
 
     def _record_match(self, future: concurrent.futures.Future) -> None:
         if future.cancelled() or future.exception() is not None:
@@ -571,6 +609,7 @@ class Lockstep:
             waits = list(self._waits_s)
             last, last_late = self._last, self._last_late
             match_waits = list(self._match_waits_s)
+            phases = list(self._phases)
             stats = {'steps': self._steps, 'late_steps': self._late_steps,
                      'failed_steps': self._failed_steps,
                      'unmatched_steps': self._unmatched_steps,
@@ -588,6 +627,10 @@ class Lockstep:
             'last_late': last_late.warning if last_late is not None else None,
             'lagging': lagging_text(last.lagging) if last is not None else None,
         })
+        for index, phase in enumerate(PHASES):
+            values = sorted(times[index] for times in phases)
+            stats[f'{phase}_p50_ms'] = values[len(values) // 2] * 1e3 if values else None
+            stats[f'{phase}_p90_ms'] = values[len(values) * 9 // 10] * 1e3 if values else None
         return stats
 
     def diagnostic_statuses(self, sources: Sequence[DeliverySource] = ()
