@@ -23,9 +23,9 @@ before that writer has matched the reader, and then ``wait_for_all_acked`` has n
 for. So before a step is sent, and again before the acknowledgement wait, each stream waits
 until its writers have matched every reader of their topics that the session knows: those in
 the graph of the process that received the request (sim_control's participant has seen the
-client that sent it) and those in the stream's own graph (nodes/readers.py). A reader
-not matched within ``match_timeout_s`` before the step (``ack_timeout_s`` after its barrier)
-is named like a late one.
+client that sent it) when the step was sent, and those in the stream's own graph
+(nodes/readers.py). A reader not matched within ``match_timeout_s`` before the step
+(``ack_timeout_s`` after its barrier) is named like a late one.
 
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
@@ -64,6 +64,7 @@ from acres_bridge.nodes.lagging import LaggingTopics
 from acres_bridge.nodes.lagging import topic_of
 from acres_bridge.nodes.readers import known_readers
 from acres_bridge.nodes.readers import MATCH_POLL_S
+from acres_bridge.nodes.readers import MatchMemo
 from acres_bridge.nodes.readers import ReaderSet
 from acres_bridge.nodes.readers import wait_for_acks
 from acres_bridge.nodes.readers import wait_for_matches
@@ -309,7 +310,8 @@ class StreamDelivery:
                     return
                 time.sleep(MATCH_POLL_S)
             settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
-                                            max(0.0, deadline - time.monotonic())))
+                                            max(0.0, deadline - time.monotonic()),
+                                            self._lockstep.match_memo))
         self._lockstep.submit(match, result)
         return result
 
@@ -378,6 +380,9 @@ class Lockstep:
         self._previous_unmatched_steps = 0
         self._last_unmatched: str | None = None
         self._lagging = LaggingTopics()
+        self.match_memo = MatchMemo()
+        # The readers the last step was sent for: its acknowledgement wait is for them.
+        self._sent_readers: ReaderSet | None = None
         self._lagging_steps = 0
         # (request in, step sent) of the step in flight, and where each step's time went.
         self._request: tuple[float, float] | None = None
@@ -415,14 +420,15 @@ class Lockstep:
         Block until the publishers matched ``readers`` and are acknowledged (an ack thread).
 
         One deadline, ``ack_timeout_s``, for both waits. The publishers of lagging topics are
-        not waited for (see nodes/lagging.py): they are looked at after the others, without a
-        bound or with the probe's, and a topic whose wait ran out lags from then on.
+        not waited for (see nodes/lagging.py): they are looked at after the others, with the
+        grace's bound or the probe's, and a topic whose wait ran out lags from then on.
 
         :return: the readers not matched and the topics not acknowledged at the deadline, and
             the topics still lagging.
         """
         deadline = time.monotonic() + self.ack_timeout_s
-        unmatched = wait_for_matches(self.node, publishers, readers, self.ack_timeout_s)
+        unmatched = wait_for_matches(self.node, publishers, readers, self.ack_timeout_s,
+                                     self.match_memo)
         waited, behind = self._lagging.split(list(publishers()))
         late = wait_for_acks(self.node, waited, max(0.0, deadline - time.monotonic()))
         lagging = wait_for_acks(self.node, behind, self._lagging.probe_s(
@@ -454,6 +460,8 @@ class Lockstep:
 
         def ask() -> None:
             readers = self.session_readers(sources)
+            with self._lock:
+                self._sent_readers = readers
             parts = [source.matched(readers, self.match_timeout_s) for source in sources]
             unmatched: dict[str, tuple[str, ...]] = {}
             for part in parts:
@@ -476,8 +484,10 @@ class Lockstep:
         """
         Return a future of the :class:`StepReport` of ``step`` over ``sources``.
 
-        It fails with ``TimeoutError`` naming every stream whose barrier did not come within
-        ``barrier_timeout_s``, or with the first other error of a source.
+        The readers waited for are those :meth:`step_matched` found before the step was sent
+        (asked again only without one). It fails with ``TimeoutError`` naming every stream
+        whose barrier did not come within ``barrier_timeout_s``, or with the first other
+        error of a source.
         """
         combined: concurrent.futures.Future = concurrent.futures.Future()
         lock = threading.Lock()
@@ -507,7 +517,10 @@ class Lockstep:
         if not sources:
             settle(combined, StepReport(step, ()))
             return combined
-        readers = self.session_readers(sources)
+        with self._lock:
+            readers, self._sent_readers = self._sent_readers, None
+        if readers is None:     # no step_matched before (a caller without a match hook)
+            readers = self.session_readers(sources)
         parts = [source.delivered(step, self.barrier_timeout_s, readers) for source in sources]
         combined.add_done_callback(lambda _: [part.cancel() for part in parts])
         for name, part in zip(order, parts):
