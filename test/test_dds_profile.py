@@ -10,6 +10,8 @@ from support import user_profiles
 
 from acres_bridge.nodes import dds_profile
 
+HEARTBEAT_NS = str(dds_profile.HEARTBEAT_PERIOD_MS * 1_000_000)
+
 WRITER = '''<dds xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"><profiles>
   <data_writer profile_name="mine" is_default_profile="true">
     <qos><data_sharing><kind>AUTOMATIC</kind></data_sharing></qos>
@@ -46,7 +48,7 @@ def test_a_transports_only_profile_keeps_its_transports_and_gains_the_writer_set
     assert _text(root, './/{*}transport_descriptor/{*}segment_size') == [
         str(dds_profile.SHM_SEGMENT_BYTES)]
     writer = profiles.find('{*}data_writer')
-    assert _text(writer, '{*}times/{*}heartbeat_period/{*}nanosec') == ['20000000']
+    assert _text(writer, '{*}times/{*}heartbeat_period/{*}nanosec') == [HEARTBEAT_NS]
     assert _text(writer, '{*}times/{*}nack_response_delay/{*}nanosec') == ['0']
     assert _text(writer, '{*}qos/{*}data_sharing/{*}kind') == ['OFF']
     assert _text(writer, '{*}qos/{*}publishMode/{*}kind') == ['SYNCHRONOUS']
@@ -71,13 +73,14 @@ def test_values_the_user_sets_are_kept_and_those_that_fall_short_are_named_with_
     # Kept as the user wrote them; the topic's profile gets the bridge's values.
     assert _text(writers[0], '{*}qos/{*}data_sharing/{*}kind') == ['AUTOMATIC']
     assert _text(writers[0], '{*}times/{*}heartbeat_period/{*}sec') == ['3']
-    assert _text(writers[1], '{*}times/{*}heartbeat_period/{*}nanosec') == ['20000000']
+    assert _text(writers[1], '{*}times/{*}heartbeat_period/{*}nanosec') == [HEARTBEAT_NS]
     assert _text(writers[1], '{*}qos/{*}data_sharing/{*}kind') == ['OFF']
     assert len(merge.shortfalls) == 3
     heartbeat, sharing, memory = merge.shortfalls
     assert heartbeat.startswith('the writer heartbeat stays 3000 ms (the data_writer profile '
                                 '"mine" of mine.xml)')
-    assert 'lag by up to the period' in heartbeat and '<nanosec>20000000</nanosec>' in heartbeat
+    assert 'lag by up to the period' in heartbeat
+    assert f'<nanosec>{HEARTBEAT_NS}</nanosec>' in heartbeat
     assert sharing.startswith('data sharing stays AUTOMATIC') and 'history depth' in sharing
     assert 'Fix: <data_sharing><kind>OFF</kind></data_sharing>' in sharing
     assert memory.startswith('history memory stays PREALLOCATED') and 'Fix:' in memory

@@ -9,7 +9,7 @@ file proves little. Each setting is shown by what only it produces, in a writer 
 own with a reader process on stock settings:
 
 - the writer heartbeat: ``Publisher.wait_for_all_acked`` after one publish returns within a
-  heartbeat period plus the reader's response delay (stock: 3 s, the bridge's: 20 ms);
+  heartbeat period plus the reader's response delay (stock: 3 s, the bridge's: 2 ms);
 - the shared-memory segment: the participant maps a 16 MiB segment (stock: 512 KiB), and a
   best-effort reader such as ``ros2 topic hz`` gets every 1 MB message at 10 Hz;
 - data sharing off: with ``RMW_FASTRTPS_USE_QOS_FROM_XML=1`` (rmw_fastrtps leaves the choice to
@@ -47,7 +47,7 @@ PROFILE_NAMES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FIL
                  'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTDDS_BUILTIN_TRANSPORTS')
 START_TIMEOUT_S = 60.0
 ACK_TIMEOUT_S = 10.0
-# The bridge's heartbeat is 20 ms and a stock reader answers 5 ms later; stock Fast DDS's
+# The bridge's heartbeat is 2 ms and a stock reader answers 5 ms later; stock Fast DDS's
 # heartbeat is 3 s. The two limits leave a wide gap for a loaded machine.
 PROMPT_ACK_S = 0.5
 STOCK_ACK_S = 1.0

@@ -27,6 +27,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
+from lockstep_subscriber import step_topics
 import pytest
 import rclpy
 from rclpy.qos import QoSProfile
@@ -53,8 +54,9 @@ SIZES = (12, 12, 5, 7, 24, 1, 36, 36, 3, 17, 60, 2, 9, 11, 48, 1, 30, 6, 120, 13
 class Reception:
     """What a subscriber process received: DDS reception times (ns) per topic."""
 
-    def __init__(self, process: subprocess.Popen) -> None:
+    def __init__(self, process: subprocess.Popen, topics: set[str]) -> None:
         self.process = process
+        self.topics = topics
         self.times: dict[str, list[int]] = collections.defaultdict(list)
         self.matched = threading.Event()
         self.baseline: dict[str, int] = {}
@@ -166,11 +168,13 @@ class Session:
         with self._status_lock:
             return self.statuses[-1].message if self.statuses else 'none'
 
-    def add_reader(self, name: str, reliability: str = 'reliable') -> Reception:
+    def add_reader(self, name: str, reliability: str = 'reliable',
+                   agents: tuple[str, ...] = AGENTS) -> Reception:
+        """Start a subscriber process of /clock and the topics of ``agents``."""
         process = subprocess.Popen(
             [sys.executable, os.path.join(HERE, 'lockstep_subscriber.py'), name, reliability,
-             *AGENTS], stdout=subprocess.PIPE, text=True)
-        reader = Reception(process)
+             *agents], stdout=subprocess.PIPE, text=True)
+        reader = Reception(process, set(step_topics(list(agents))))
         self.readers.append(reader)
         return reader
 
@@ -187,20 +191,20 @@ class Session:
         assert self.action.wait_for_server(WAIT_S), self.output()
         for reader in self.readers:
             assert reader.matched.wait(WAIT_S), 'a subscriber process never matched'
-        wanted = len(self.readers) * len(self.expected())
+        wanted = sum(len(reader.topics) for reader in self.readers)
         self.lockstep_status(lambda status: known_readers(status) >= wanted)
         self.ready_expected = self.expected()
         for reader in self.readers:
             reader.baseline = reader.counts()
 
-    def reader_labels(self, node_name: str) -> set[str]:
+    def reader_labels(self, node_name: str, agents: tuple[str, ...] = AGENTS) -> set[str]:
         """
         Every name the bridge may give a node's readers: the node's, or each one's GID.
 
         The bridge names a reader by its GID if the node's name had not reached the bridge's
         process (lockstep.reader_label); a stopped reader never sends it after the stop.
         """
-        topics = list(self.expected())
+        topics = list(step_topics(list(agents)))
         found: set[str] = set()
 
         def named_on_every_topic() -> bool:
@@ -222,7 +226,7 @@ class Session:
     def expected_by(self, reader: Reception) -> dict[str, int]:
         """Every message the reader must hold now: its baseline and all since."""
         return {topic: reader.baseline.get(topic, 0) + count - self.ready_expected[topic]
-                for topic, count in self.expected().items()}
+                for topic, count in self.expected().items() if topic in reader.topics}
 
     def step(self, steps: int, *, action: bool,
              answer_timeout_s: float = WAIT_S + 60) -> tuple[int, Result, float]:
@@ -375,33 +379,78 @@ def test_a_best_effort_reader_is_not_waited_for(session_factory):
     assert (status.level, values['late_steps']) == (DiagnosticStatus.OK, '0')
 
 
-def test_a_reader_that_never_acknowledges_is_named_and_the_step_still_answers(
-        session_factory):
-    session = session_factory(ack_timeout_s=1.0)
-    reader = session.add_reader('stalled_reader')
+def missing_at_answer(session: Session, reader: Reception, at_ns: int,
+                      topics: set[str]) -> dict[str, str]:
+    """The messages of ``topics`` the reader lacked at the answer (it gets them all later)."""
+    expected = session.expected_by(reader)
+    reader.wait_counts(expected)
+    received = reader.received_by(at_ns)
+    return {topic: f'{received.get(topic, 0)} of {count}' for topic, count in expected.items()
+            if topic in topics and received.get(topic, 0) != count}
+
+
+def check_a_stalled_reader_costs_one_time_out(session: Session, ack_timeout_s: float) -> None:
+    """
+    A stopped reader of Polaris's topics beside a live reader of every topic.
+
+    The first step after the stop waits ``ack_timeout_s``; the next ten do not wait for the
+    topics it reads (each answer names them and it), while the live reader has every message
+    of the other topics at each answer and of all of them soon after. Once it is resumed and
+    has acknowledged everything, an answer no longer names it, and a step waits for it again.
+    """
+    stalled = session.add_reader('stalled_reader', agents=('polaris',))
     live = session.add_reader('live_reader')
     session.ready()
-    labels = session.reader_labels('stalled_reader')
-    check_steps(session, reader, (12,))     # every writer has matched it: now it stalls
-    reader.process.send_signal(signal.SIGSTOP)      # as Ctrl-Z stops `ros2 topic echo`
+    labels = session.reader_labels('stalled_reader', agents=('polaris',))
+    check_steps(session, stalled, (12,))    # every writer has matched it: now it stalls
+    stalled.process.send_signal(signal.SIGSTOP)     # as Ctrl-Z stops `ros2 topic echo`
 
     def names_the_reader(text: str) -> bool:
         return any(label in text for label in labels)
-    for call in range(2):
-        at_ns, result, wait_s = session.step(12, action=call == 1)
-        assert result.result == Result.RESULT_OK        # the world did step
-        assert 'step ' in result.error_message and 'not acknowledged in time' in (
+    at_ns, result, wait_s = session.step(12, action=False)
+    assert result.result == Result.RESULT_OK        # the world did step
+    assert 'not acknowledged in time' in result.error_message, result.error_message
+    assert names_the_reader(result.error_message), result.error_message
+    assert wait_s >= ack_timeout_s      # it waited for the time-out before answering
+    assert not missing_at_answer(session, live, at_ns, live.topics)
+    others = live.topics - stalled.topics
+    for call in range(10):
+        at_ns, result, wait_s = session.step((12, 1)[call % 2], action=call % 3 == 1)
+        assert result.result == Result.RESULT_OK, result.error_message
+        assert 'not waited for until a lagging reader catches up' in result.error_message, (
             result.error_message)
+        assert 'not acknowledged in time' not in result.error_message, result.error_message
         assert names_the_reader(result.error_message), result.error_message
-        assert wait_s >= 1.0        # it waited for the time-out before answering
-        # The stalled reader costs the other readers nothing: all of the step at the answer.
-        expected = session.expected_by(live)
-        live.wait_counts(expected)
-        received = live.received_by(at_ns)
-        missing = {topic: f'{received.get(topic, 0)} of {count}'
-                   for topic, count in expected.items() if received.get(topic, 0) != count}
+        assert '/polaris/lidar/points' in result.error_message, result.error_message
+        assert '/maxxum/' not in result.error_message, result.error_message
+        assert wait_s < ack_timeout_s / 2, f'call {call + 1} waited {wait_s:.3f} s'
+        missing = missing_at_answer(session, live, at_ns, others)
         assert not missing, f'call {call + 1}: at the answer the live reader had {missing}'
-    status = session.lockstep_status(lambda status: status.level == DiagnosticStatus.WARN)
-    assert names_the_reader(status.message) and 'not acknowledged in time' in status.message
-    assert '/polaris/lidar/points' in status.message
+    status = session.lockstep_status(
+        lambda status: 'not waited for' in status.message and names_the_reader(status.message))
+    assert status.level == DiagnosticStatus.WARN
     assert names_the_reader(session.output())       # and in the bridge's log
+    stalled.process.send_signal(signal.SIGCONT)
+    resumed = stalled.counts()
+    deadline = time.monotonic() + WAIT_S
+    while True:     # a client stepping on: the grace or the probe finds it caught up
+        at_ns, result, wait_s = session.step(1, action=False)
+        assert result.result == Result.RESULT_OK, result.error_message
+        if not names_the_reader(result.error_message):
+            break
+        assert time.monotonic() < deadline, (
+            f'still lagging: {result.error_message}; the stalled reader had {resumed} when '
+            f'resumed, {stalled.counts()} now, of {session.expected_by(stalled)}')
+    assert result.error_message == '', result.error_message
+    # It counts again: stopped once more, the next step waits for it.
+    stalled.process.send_signal(signal.SIGSTOP)
+    at_ns, result, wait_s = session.step(12, action=True)
+    assert 'not acknowledged in time' in result.error_message, result.error_message
+    assert names_the_reader(result.error_message), result.error_message
+    assert wait_s >= ack_timeout_s
+    stalled.process.send_signal(signal.SIGCONT)
+
+
+def test_a_stalled_reader_costs_one_time_out_not_one_a_step(session_factory):
+    session = session_factory(ack_timeout_s=2.0)
+    check_a_stalled_reader_costs_one_time_out(session, 2.0)

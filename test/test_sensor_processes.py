@@ -28,6 +28,7 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
 from support.sim_control_graph import wait_for
 from test_lockstep_delivery import AGENTS
+from test_lockstep_delivery import check_a_stalled_reader_costs_one_time_out
 from test_lockstep_delivery import check_steps
 from test_lockstep_delivery import session_factory  # noqa: F401  (a fixture)
 from test_lockstep_delivery import SIZES
@@ -140,6 +141,11 @@ def test_a_reader_that_never_acknowledges_is_named_from_every_sensor_process(
     for agent in AGENTS:     # each child waited for its own writers and said which were late
         assert f'/{agent}/lidar/points' in result.error_message, result.error_message
     assert wait_s >= 1.0
+
+
+def test_a_stalled_reader_costs_one_time_out_per_agent(session_factory):  # noqa: F811
+    session = session_factory(ack_timeout_s=2.0, bridge_arguments=PER_AGENT)
+    check_a_stalled_reader_costs_one_time_out(session, 2.0)
 
 
 def test_a_step_waits_for_the_barrier_of_a_stopped_sensor_process(

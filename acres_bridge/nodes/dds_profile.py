@@ -29,8 +29,11 @@ user's default namespace and no prefixes.
 import dataclasses
 import xml.etree.ElementTree as ElementTree
 
-# What the bridge's writers need (docs/benchmarks.md measures each one).
-HEARTBEAT_PERIOD_MS = 20
+# What the bridge's writers need (docs/benchmarks.md measures each one). A writer sends a
+# heartbeat only while a sample is unacknowledged, and a reader acknowledges its last samples
+# only after one: lockstep's acknowledgement wait is this period plus the reader's response
+# delay (docs/benchmarks-lockstep.md).
+HEARTBEAT_PERIOD_MS = 2
 # A reliable writer answers a reader's request for lost data at once (stock: after 5 ms). On one
 # host nothing is lost; across a link a stock reader's 208 KiB socket buffer drops parts of
 # every cloud and image, and each repair waited those 5 ms: the cloud's p50 across a veth link

@@ -23,15 +23,17 @@ before that writer has matched the reader, and then ``wait_for_all_acked`` has n
 for. So before a step is sent, and again before the acknowledgement wait, each stream waits
 until its writers have matched every reader of their topics that the session knows: those in
 the graph of the process that received the request (sim_control's participant has seen the
-client that sent it) and those in the stream's own graph (nodes/readers.py). A reader
-not matched within ``match_timeout_s`` before the step (``ack_timeout_s`` after its barrier)
-is named like a late one.
+client that sent it) when the step was sent, and those in the stream's own graph
+(nodes/readers.py). A reader not matched within ``match_timeout_s`` before the step
+(``ack_timeout_s`` after its barrier) is named like a late one.
 
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
 not fail the step (the world did step): the answer succeeds and says which topics were late
-and names their reliable readers (DDS does not say which reader lags). Best-effort readers
-are never waited for: DDS does not track their acknowledgements.
+and names their reliable readers (DDS does not say which reader lags). From then on the topic
+lags (nodes/lagging.py): later steps do not wait for it, and each answer names it, until every
+reader of it has acknowledged everything. Best-effort readers are never waited for: DDS does
+not track their acknowledgements.
 """
 
 from collections import deque
@@ -58,8 +60,11 @@ from acres_bridge.conversions.diagnostics import format_value
 from acres_bridge.nodes.futures import Deadlines
 from acres_bridge.nodes.futures import FutureWaiter
 from acres_bridge.nodes.futures import settle
+from acres_bridge.nodes.lagging import LaggingTopics
+from acres_bridge.nodes.lagging import topic_of
 from acres_bridge.nodes.readers import known_readers
 from acres_bridge.nodes.readers import MATCH_POLL_S
+from acres_bridge.nodes.readers import MatchMemo
 from acres_bridge.nodes.readers import ReaderSet
 from acres_bridge.nodes.readers import wait_for_acks
 from acres_bridge.nodes.readers import wait_for_matches
@@ -69,6 +74,8 @@ ACK_WORKERS = 8
 MATCH_TIMEOUT_S = 5.0
 FIGURES_KEPT = 200
 LATE_LOG_INTERVAL_S = 5.0
+# Where a step's time goes (see Lockstep._record_phases), as named in Lockstep.stats.
+PHASES = ('to_sent', 'to_reply', 'to_published', 'to_acked')
 
 
 class BarrierTracker:
@@ -130,6 +137,10 @@ class StreamReport:
         not all acknowledge within the time-out.
     :param unmatched: topic -> the readers that the stream's writer of that topic had not
         matched when the acknowledgement wait began (see :func:`wait_for_matches`).
+    :param lagging: topic -> the reliable readers of that topic, for each topic not waited
+        for because a reader of it lags since an earlier step (nodes/lagging.py).
+    :param published_at: when the barrier was out (``time.monotonic()``, CLOCK_MONOTONIC: the
+        same clock in every process of the host), 0.0 when unknown.
     """
 
     stream: str
@@ -137,6 +148,8 @@ class StreamReport:
     ack_wait_s: float
     late: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    lagging: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    published_at: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -164,20 +177,35 @@ class StepReport:
                 for topic, readers in report.unmatched.items()}
 
     @property
+    def lagging(self) -> dict[str, tuple[str, ...]]:
+        """Topic -> reliable readers, for every topic not waited for as a reader of it lags."""
+        return {topic: readers for report in self.streams
+                for topic, readers in report.lagging.items()}
+
+    @property
     def warning(self) -> str | None:
-        """One line saying what was late, None when everything was acknowledged."""
-        parts = [text for text in (unmatched_text(self.unmatched), late_text(self.late))
-                 if text]
+        """One line saying what was late or lagging, None when everything was acknowledged."""
+        parts = [text for text in (unmatched_text(self.unmatched), late_text(self.late),
+                                   lagging_text(self.lagging)) if text]
         return '; '.join(parts) or None
 
 
 def late_text(late: dict[str, tuple[str, ...]]) -> str | None:
     """Say which topics were not acknowledged in time and by whom (None: none)."""
-    if not late:
+    return _reliable_readers_text('not acknowledged in time', late)
+
+
+def lagging_text(lagging: dict[str, tuple[str, ...]]) -> str | None:
+    """Say which topics were not waited for as a reader of them lags (None: none)."""
+    return _reliable_readers_text('not waited for until a lagging reader catches up', lagging)
+
+
+def _reliable_readers_text(lead: str, topics: dict[str, tuple[str, ...]]) -> str | None:
+    if not topics:
         return None
-    return 'not acknowledged in time: ' + '; '.join(
+    return f'{lead}: ' + '; '.join(
         f'{topic} (reliable readers: {", ".join(readers) or "none left"})'
-        for topic, readers in sorted(late.items()))
+        for topic, readers in sorted(topics.items()))
 
 
 def unmatched_text(unmatched: dict[str, tuple[str, ...]]) -> str | None:
@@ -282,7 +310,8 @@ class StreamDelivery:
                     return
                 time.sleep(MATCH_POLL_S)
             settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
-                                            max(0.0, deadline - time.monotonic())))
+                                            max(0.0, deadline - time.monotonic()),
+                                            self._lockstep.match_memo))
         self._lockstep.submit(match, result)
         return result
 
@@ -292,15 +321,17 @@ class StreamDelivery:
         report: concurrent.futures.Future = concurrent.futures.Future()
         barrier = self._barriers.future(step)
 
-        def acknowledge() -> None:
+        def acknowledge(published_at: float) -> None:
             started = time.monotonic()
-            unmatched, late = self._lockstep.wait_for_delivery(self._publishers, readers)
+            unmatched, late, lagging = self._lockstep.wait_for_delivery(
+                self._publishers, readers, step)
             settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
-                                        unmatched))
+                                        unmatched, lagging, published_at))
 
         def published(future: concurrent.futures.Future) -> None:
             if not (future.cancelled() or report.done()):
-                self._lockstep.submit(acknowledge, report)
+                published_at = time.monotonic()
+                self._lockstep.submit(lambda: acknowledge(published_at), report)
 
         def expired() -> BaseException | None:
             return None if barrier.done() else BarrierTimeout(self.name, step, barrier_timeout_s)
@@ -348,6 +379,14 @@ class Lockstep:
         self._unmatched_steps = 0
         self._previous_unmatched_steps = 0
         self._last_unmatched: str | None = None
+        self._lagging = LaggingTopics()
+        self.match_memo = MatchMemo()
+        # The readers the last step was sent for: its acknowledgement wait is for them.
+        self._sent_readers: ReaderSet | None = None
+        self._lagging_steps = 0
+        # (request in, step sent) of the step in flight, and where each step's time went.
+        self._request: tuple[float, float] | None = None
+        self._phases: deque[tuple[float, float, float, float]] = deque(maxlen=FIGURES_KEPT)
 
     def submit(self, job: Callable[[], None], result: concurrent.futures.Future) -> None:
         """
@@ -374,19 +413,29 @@ class Lockstep:
             settle(result, error=exc)
 
     def wait_for_delivery(self, publishers: Callable[[], Iterable[Publisher]],
-                          readers: ReaderSet) -> tuple[dict[str, tuple[str, ...]],
-                                                       dict[str, tuple[str, ...]]]:
+                          readers: ReaderSet, step: int
+                          ) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]],
+                                     dict[str, tuple[str, ...]]]:
         """
         Block until the publishers matched ``readers`` and are acknowledged (an ack thread).
 
-        One deadline, ``ack_timeout_s``, for both waits.
+        One deadline, ``ack_timeout_s``, for both waits. The publishers of lagging topics are
+        not waited for (see nodes/lagging.py): they are looked at after the others, with the
+        grace's bound or the probe's, and a topic whose wait ran out lags from then on.
 
-        :return: the readers not matched, and the topics not acknowledged, at the deadline.
+        :return: the readers not matched and the topics not acknowledged at the deadline, and
+            the topics still lagging.
         """
         deadline = time.monotonic() + self.ack_timeout_s
-        unmatched = wait_for_matches(self.node, publishers, readers, self.ack_timeout_s)
-        late = wait_for_acks(self.node, publishers(), max(0.0, deadline - time.monotonic()))
-        return unmatched, late
+        unmatched = wait_for_matches(self.node, publishers, readers, self.ack_timeout_s,
+                                     self.match_memo)
+        waited, behind = self._lagging.split(list(publishers()))
+        late = wait_for_acks(self.node, waited, max(0.0, deadline - time.monotonic()))
+        lagging = wait_for_acks(self.node, behind, self._lagging.probe_s(
+            behind, max(0.0, deadline - time.monotonic()))) if behind else {}
+        self._lagging.update(step, set(late), set(lagging),
+                             {topic_of(publisher) for publisher in behind} - set(lagging))
+        return unmatched, late, lagging
 
     def stream(self, name: str, namespace: str, barriers: BarrierTracker,
                publishers: Callable[[], Iterable[Publisher]],
@@ -411,6 +460,8 @@ class Lockstep:
 
         def ask() -> None:
             readers = self.session_readers(sources)
+            with self._lock:
+                self._sent_readers = readers
             parts = [source.matched(readers, self.match_timeout_s) for source in sources]
             unmatched: dict[str, tuple[str, ...]] = {}
             for part in parts:
@@ -433,8 +484,10 @@ class Lockstep:
         """
         Return a future of the :class:`StepReport` of ``step`` over ``sources``.
 
-        It fails with ``TimeoutError`` naming every stream whose barrier did not come within
-        ``barrier_timeout_s``, or with the first other error of a source.
+        The readers waited for are those :meth:`step_matched` found before the step was sent
+        (asked again only without one). It fails with ``TimeoutError`` naming every stream
+        whose barrier did not come within ``barrier_timeout_s``, or with the first other
+        error of a source.
         """
         combined: concurrent.futures.Future = concurrent.futures.Future()
         lock = threading.Lock()
@@ -464,7 +517,10 @@ class Lockstep:
         if not sources:
             settle(combined, StepReport(step, ()))
             return combined
-        readers = self.session_readers(sources)
+        with self._lock:
+            readers, self._sent_readers = self._sent_readers, None
+        if readers is None:     # no step_matched before (a caller without a match hook)
+            readers = self.session_readers(sources)
         parts = [source.delivered(step, self.barrier_timeout_s, readers) for source in sources]
         combined.add_done_callback(lambda _: [part.cancel() for part in parts])
         for name, part in zip(order, parts):
@@ -475,7 +531,10 @@ class Lockstep:
              sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[int], Awaitable]:
         """Return sim_control's ``barrier_hook``: await the delivery of a step's sources."""
         def barrier_hook(step: int) -> Awaitable:
-            return FutureWaiter(self.step_delivered(step, sources()), executor)
+            replied = time.monotonic()
+            delivered = self.step_delivered(step, sources())
+            delivered.add_done_callback(lambda future: self._record_phases(future, replied))
+            return FutureWaiter(delivered, executor)
         return barrier_hook
 
     def match_hook(self, executor: Executor,
@@ -487,8 +546,34 @@ class Lockstep:
         before a stream is up would reach none of its readers.
         """
         def match_hook() -> Awaitable:
-            return FutureWaiter(self.step_matched(sources()), executor)
+            requested = time.monotonic()
+            matched = self.step_matched(sources())
+            matched.add_done_callback(lambda _: self._sent(requested))
+            return FutureWaiter(matched, executor)
         return match_hook
+
+    def _sent(self, requested: float) -> None:
+        with self._lock:
+            self._request = (requested, time.monotonic())
+
+    def _record_phases(self, future: concurrent.futures.Future, replied: float) -> None:
+        """
+        Note where a step's time went, from the request to the last acknowledgement.
+
+        Four phases: request in -> step sent (the match wait), -> the simulator's reply (the
+        barriers come with it), -> the last stream's barrier published, -> every reader
+        acknowledged. The answer's way back to the client is the client's to measure.
+        """
+        acked = time.monotonic()
+        with self._lock:
+            request, self._request = self._request, None
+        if request is None or future.cancelled() or future.exception() is not None:
+            return
+        report: StepReport = future.result()
+        published = max([replied] + [stream.published_at for stream in report.streams])
+        with self._lock:
+            self._phases.append((request[1] - request[0], replied - request[1],
+                                 published - replied, acked - published))
 
     def _record_match(self, future: concurrent.futures.Future) -> None:
         if future.cancelled() or future.exception() is not None:
@@ -510,18 +595,24 @@ class Lockstep:
                 self._failed_steps += 1
             return
         report: StepReport = future.result()
-        warning = report.warning
+        late = bool(report.late or report.unmatched)
         with self._lock:
             self._steps += 1
             self._waits_s.append(report.ack_wait_s)
             self._last = report
-            if warning is not None:
+            if late:
                 self._late_steps += 1
                 self._last_late = report
-        if warning is not None:
+            if report.lagging:
+                self._lagging_steps += 1
+        if late:
             self.node.get_logger().warning(
                 f'lockstep: step {report.step} answered after {self.ack_timeout_s:g} s '
-                f'without every acknowledgement: {warning}',
+                f'without every acknowledgement: {report.warning}',
+                throttle_duration_sec=LATE_LOG_INTERVAL_S)
+        elif report.lagging:
+            self.node.get_logger().warning(
+                f'lockstep: step {report.step} {lagging_text(report.lagging)}',
                 throttle_duration_sec=LATE_LOG_INTERVAL_S)
 
     @property
@@ -531,10 +622,12 @@ class Lockstep:
             waits = list(self._waits_s)
             last, last_late = self._last, self._last_late
             match_waits = list(self._match_waits_s)
+            phases = list(self._phases)
             stats = {'steps': self._steps, 'late_steps': self._late_steps,
                      'failed_steps': self._failed_steps,
                      'unmatched_steps': self._unmatched_steps,
-                     'last_unmatched': self._last_unmatched}
+                     'last_unmatched': self._last_unmatched,
+                     'lagging_steps': self._lagging_steps}
         stats.update({
             'last_step': last.step if last is not None else None,
             'ack_wait_last_ms': last.ack_wait_s * 1e3 if last is not None else None,
@@ -545,7 +638,12 @@ class Lockstep:
             'match_timeout_s': self.match_timeout_s,
             'last_late_step': last_late.step if last_late is not None else None,
             'last_late': last_late.warning if last_late is not None else None,
+            'lagging': lagging_text(last.lagging) if last is not None else None,
         })
+        for index, phase in enumerate(PHASES):
+            values = sorted(times[index] for times in phases)
+            stats[f'{phase}_p50_ms'] = values[len(values) // 2] * 1e3 if values else None
+            stats[f'{phase}_p90_ms'] = values[len(values) * 9 // 10] * 1e3 if values else None
         return stats
 
     def diagnostic_statuses(self, sources: Sequence[DeliverySource] = ()
@@ -580,6 +678,9 @@ def lockstep_stats_to_status(stats: dict[str, Any], *, name: str, late_now: bool
     if late_now:
         level = DiagnosticStatus.WARN
         message = f'step {stats["last_late_step"]} {stats["last_late"]}'
+    elif stats.get('lagging'):
+        level = DiagnosticStatus.WARN
+        message = f'step {stats["last_step"]} {stats["lagging"]}'
     elif unmatched_now:
         level = DiagnosticStatus.WARN
         message = stats['last_unmatched']

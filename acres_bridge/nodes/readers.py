@@ -7,7 +7,8 @@ The readers of a step's topics: who they are, whether the writers matched them, 
 * :func:`known_readers` is the :data:`ReaderSet` a graph knows on the topics of a step;
   :func:`reader_label` names a reader by its node, or by its GID while the node is unknown.
 * :func:`unmatched_readers` and :func:`wait_for_matches` say which readers the writers have
-  not matched yet (discovery can finish on the reader's side first).
+  not matched yet (discovery can finish on the reader's side first); a :class:`MatchMemo`
+  spares them the graph's endpoint lists while nothing changed since every reader matched.
 * :func:`wait_for_acks` waits until every reliable reader acknowledged the writers' samples.
 
 The waits block: nodes/lockstep.py calls them on its ``lockstep-ack`` threads, never on an
@@ -16,6 +17,7 @@ executor's.
 
 from collections.abc import Callable
 from collections.abc import Iterable
+import threading
 import time
 
 from rclpy.duration import Duration
@@ -105,8 +107,44 @@ def _compatible(publisher: Publisher, info: TopicEndpointInfo) -> bool:
     return compatibility != QoSCompatibility.ERROR
 
 
-def unmatched_readers(node: Node, publishers: Iterable[Publisher],
-                      readers: ReaderSet) -> dict[str, tuple[str, ...]]:
+class MatchMemo:
+    """
+    The topics whose writer had matched every reader of the graph at the last full look.
+
+    A lockstep step looks twice at every writer's matches (before the step is sent and before
+    its acknowledgement wait); the graph's endpoint list of a topic costs a tenth of a
+    millisecond of Python per writer. While the graph's reader count of the topic and the
+    writer's match count are those of the last look that found every reader matched, and the
+    readers asked for were all among them, the readers are the same ones: a reader that went
+    lowers a count, one that came raises one, and one that replaced another (the counts
+    kept) is a reader asked for that is not among them, or one the writer matched.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._matched: dict[str, tuple[frozenset[bytes], int, int]] = {}
+
+    def still_matched(self, node: Node, topic: str, matched: int,
+                      wanted: Iterable[bytes]) -> bool:
+        """Whether the writer of ``topic`` still has every reader matched (see above)."""
+        with self._lock:
+            last = self._matched.get(topic)
+        if last is None or matched != last[2]:
+            return False
+        known, count, _ = last
+        return node.count_subscribers(topic) == count and known.issuperset(wanted)
+
+    def remember(self, topic: str, known: frozenset[bytes], count: int, matched: int) -> None:
+        with self._lock:
+            self._matched[topic] = (known, count, matched)
+
+    def forget(self, topic: str) -> None:
+        with self._lock:
+            self._matched.pop(topic, None)
+
+
+def unmatched_readers(node: Node, publishers: Iterable[Publisher], readers: ReaderSet,
+                      memo: MatchMemo | None = None) -> dict[str, tuple[str, ...]]:
     """
     Return topic -> readers that the publisher of that topic has not matched yet.
 
@@ -122,19 +160,28 @@ def unmatched_readers(node: Node, publishers: Iterable[Publisher],
             matched = publisher.get_subscription_count()
         except InvalidHandle:   # destroyed meanwhile (its bridge went): nobody to match
             continue
+        wanted = readers.get(topic, {})
+        if memo is not None and memo.still_matched(node, topic, matched, wanted):
+            continue
         infos = node.get_subscriptions_info_by_topic(topic)
         known = {bytes(info.endpoint_gid) for info in infos}
-        missing = [label for gid, label in readers.get(topic, {}).items() if gid not in known]
+        missing = [label for gid, label in wanted.items() if gid not in known]
         compatible = [info for info in infos if _compatible(publisher, info)]
         if matched < len(compatible):
             missing.extend(reader_label(info) for info in compatible)
         if missing:
             unmatched[topic] = tuple(sorted(set(missing)))
+        if memo is not None:
+            if missing:
+                memo.forget(topic)
+            else:
+                memo.remember(topic, frozenset(known), len(infos), matched)
     return unmatched
 
 
 def wait_for_matches(node: Node, publishers: Callable[[], Iterable[Publisher]],
-                     readers: ReaderSet, timeout_s: float) -> dict[str, tuple[str, ...]]:
+                     readers: ReaderSet, timeout_s: float,
+                     memo: MatchMemo | None = None) -> dict[str, tuple[str, ...]]:
     """
     Block until the publishers have matched every reader they must (see unmatched_readers).
 
@@ -146,7 +193,7 @@ def wait_for_matches(node: Node, publishers: Callable[[], Iterable[Publisher]],
     """
     deadline = time.monotonic() + timeout_s
     while True:
-        unmatched = unmatched_readers(node, publishers(), readers)
+        unmatched = unmatched_readers(node, publishers(), readers, memo)
         if not unmatched or time.monotonic() >= deadline:
             return unmatched
         time.sleep(MATCH_POLL_S)

@@ -20,7 +20,7 @@ so the acknowledgement wait covers its own writers:
     child -> parent   {"id": 6, "unmatched": {}}
     parent -> child   {"id": 7, "step": 120, "timeout_s": 10.0, "readers": {...}}
     child -> parent   {"id": 7, "ack_wait_s": 0.025, "late": {"/polaris/lidar/points": [...]},
-                       "unmatched": {}}
+                       "unmatched": {}, "lagging": {}, "published_at": 8123.4}
                       {"id": 7, "barrier_timeout": true}     {"id": 7, "error": "..."}
 
 The readers are those the parent's graph knows on the stream's topics: before a step is sent,
@@ -286,7 +286,9 @@ class SensorProcess:
             else:
                 settle(future, StreamReport(
                     self.name, step, float(message.get('ack_wait_s', 0.0)),
-                    _topic_readers(message.get('late')), unmatched))
+                    _topic_readers(message.get('late')), unmatched,
+                    _topic_readers(message.get('lagging')),
+                    float(message.get('published_at', 0.0))))
         self._ended.set()
         with self._lock:
             pending = [future for future, _, _ in self._pending.values()]
@@ -456,7 +458,10 @@ class _ChildChannel:
                                    'late': {topic: list(names)
                                             for topic, names in report.late.items()},
                                    'unmatched': {topic: list(names)
-                                                 for topic, names in report.unmatched.items()}})
+                                                 for topic, names in report.unmatched.items()},
+                                   'lagging': {topic: list(names)
+                                               for topic, names in report.lagging.items()},
+                                   'published_at': report.published_at})
         future.add_done_callback(done)
 
     def close(self) -> None:
