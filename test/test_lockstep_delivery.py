@@ -397,9 +397,9 @@ def check_a_stalled_reader_costs_one_time_out(session: Session, ack_timeout_s: f
     topics it reads (each answer names them and it), while the live reader has every message
     of the other topics at each answer; the status and the log name it too.
 
-    Not checked: that the resumed reader counts again. On Fast DDS 3.2 under load a reader
-    resumed after the writers found its shared-memory port full and unanswered received
-    nothing more (CI, 2026-12-06: 30 s, in process and per agent), so its topics stayed
+    Not checked: that the resumed reader counts again. With stock Fast DDS 3.2, in CI's full
+    suite, a reader resumed after the writers found its shared-memory port full and unanswered
+    received nothing more (2026-12-06: 30 s, in process and per agent), so its topics stayed
     lagging, as they must while it lacks their samples (docs/ros_interface.md).
     """
     stalled = session.add_reader('stalled_reader', agents=('polaris',))
