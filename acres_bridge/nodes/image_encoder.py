@@ -29,8 +29,10 @@ from acres_bridge.nodes.outbox import SenderThread
 from acres_bridge.nodes.rcl_publish import publish_serialised
 from acres_bridge.protocol.frames import CameraFrame
 
-# Images waiting to be encoded; the oldest goes when a new one comes.
-CAPACITY = 2
+# Images waiting to be encoded; the oldest goes when a new one comes. Eight ride out a stall
+# of the encoder thread of most of a second at 10 Hz (a busy machine starves a thread that
+# long), for 11 MB of pixel copies at the most.
+CAPACITY = 8
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
