@@ -155,7 +155,7 @@ def test_host_b_can_run_from_another_distributions_prefix(monkeypatch, tmp_path)
 
 def test_the_two_host_profile_can_be_host_bs_alone(tmp_path):
     """``two_hosts_profile_b``: the autonomy computer loads the profile, the simulator's not."""
-    from acres_bridge.nodes import dds
+    from acres_bridge.runtime import dds
     benchmark = _benchmark_module()
     profile = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            'config', 'fastdds_two_hosts.xml')

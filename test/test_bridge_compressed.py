@@ -29,8 +29,8 @@ from support.sensor_bridge_graph import wait_matched
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
-from acres_bridge.nodes.bridge import SessionBridge
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
+from acres_bridge.session.bridge import SessionBridge
 
 RAW = 'camera/image_raw'
 COMPRESSED = 'camera/image_raw/compressed'

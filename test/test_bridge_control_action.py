@@ -26,7 +26,7 @@ from support.sim_control_graph import wait_for
 from support.sim_control_graph import wait_future
 
 from acres_bridge.emulator.server import Emulator
-from acres_bridge.nodes.futures import FutureWaiter
+from acres_bridge.runtime.futures import FutureWaiter
 
 pytestmark = pytest.mark.ros
 

@@ -35,9 +35,6 @@ from support.sensor_bridge_graph import wait_matched
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.geometry import rpy_deg_to_quaternion
-from acres_bridge.nodes.sensor_bridge import LARGE_DEPTH
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
-from acres_bridge.nodes.sensor_bridge import SMALL_DEPTH
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import ClockFrame
@@ -46,6 +43,9 @@ from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import InsField
 from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.sensors.sensor_node import LARGE_DEPTH
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
+from acres_bridge.sensors.sensor_node import SMALL_DEPTH
 
 pytestmark = pytest.mark.ros
 F = InsField

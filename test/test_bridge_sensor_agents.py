@@ -24,15 +24,15 @@ from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.conversions.clock import stamp_to_time
-from acres_bridge.nodes.lockstep import Lockstep
-from acres_bridge.nodes.parameters import sensor_bridge_parameters_from_values
-from acres_bridge.nodes.sensor_bridge import SensorBridge
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
-from acres_bridge.nodes.shared_publishers import SharedPublishers
+from acres_bridge.lockstep.coordinator import Lockstep
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import ClockFrame
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.runtime.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.sensors.publishers import SharedPublishers
+from acres_bridge.sensors.sensor_node import SensorBridge
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 AGENTS = ('polaris', 'maxxum')
@@ -129,7 +129,7 @@ def test_a_cloud_goes_out_while_the_image_that_came_with_it_is_still_in_rmw(
     cloud's median hand-off was 0.6-0.7 ms). Here every image publication is held until the
     clouds are out: with one thread they never would be.
     """
-    from acres_bridge.nodes import outbox
+    from acres_bridge.sensors import outbox
     emulator, node, bridges, taps, recorder, spinning = session
     images = {id(bridge.publishers[f'{bridge.name}/camera/image_raw']) for bridge in bridges}
     release = threading.Event()

@@ -34,13 +34,13 @@ from acres_bridge.conversions.camera import camera_info_from_hello
 from acres_bridge.conversions.clock import make_header
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.lidar import PointTimes
-from acres_bridge.conversions.pool import MessagePool
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.hello import parse_hello
 from acres_bridge.protocol.limits import SUB_HEADER
+from acres_bridge.sensors.message_pool import MessagePool
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 

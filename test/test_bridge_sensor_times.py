@@ -30,7 +30,6 @@ from support.sensor_frames import polaris_hello_dict
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.conversions.lidar import column_times_s
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import encode_frame
 from acres_bridge.protocol.frames import encode_lidar_payload
 from acres_bridge.protocol.frames import FrameType
@@ -39,6 +38,7 @@ from acres_bridge.protocol.frames import InsField
 from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.hello import encode_hello_payload
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 F = InsField

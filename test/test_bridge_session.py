@@ -33,8 +33,8 @@ from support.sensor_bridge_graph import streaming
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
-from acres_bridge.nodes.bridge import agents_and_ports
-from acres_bridge.nodes.bridge import SessionBridge
+from acres_bridge.session.bridge import agents_and_ports
+from acres_bridge.session.bridge import SessionBridge
 
 WAIT_S = 20.0
 STEPS = 12

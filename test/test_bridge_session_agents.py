@@ -20,9 +20,9 @@ from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
 
-from acres_bridge.nodes.bridge import session_layout
-from acres_bridge.nodes.bridge import SessionBridge
-from acres_bridge.nodes.bridge import SessionLayout
+from acres_bridge.session.bridge import session_layout
+from acres_bridge.session.bridge import SessionBridge
+from acres_bridge.session.bridge import SessionLayout
 
 pytestmark = pytest.mark.ros
 

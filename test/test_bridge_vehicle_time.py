@@ -18,9 +18,9 @@ from support.sensor_bridge_graph import Recorder
 from support.sensor_bridge_graph import wait_matched
 
 from acres_bridge.conversions.clock import stamp_to_time
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import ClockFrame
 from acres_bridge.protocol.frames import HelloFrame
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 

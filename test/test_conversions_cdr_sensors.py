@@ -33,8 +33,6 @@ from acres_bridge.conversions.lidar import CloudBuffer
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud
 from acres_bridge.conversions.lidar import lidar_frame_to_cloud_cdr
 from acres_bridge.conversions.lidar import PointTimes
-from acres_bridge.conversions.pool import MessagePool
-from acres_bridge.conversions.pool import PooledMessage
 from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.emulator.sensors.layouts import VEHICLES
 from acres_bridge.protocol import frames
@@ -43,6 +41,8 @@ from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.hello import Hello
 from acres_bridge.protocol.hello import parse_hello
 from acres_bridge.protocol.limits import SUB_HEADER
+from acres_bridge.sensors.message_pool import MessagePool
+from acres_bridge.sensors.message_pool import PooledMessage
 
 FRAME_IDS = ['', 'a', 'ab', 'abc', 'abcd', 'lidar', 'polaris', 'maxxum/camera_optical_frame']
 FIELDS = ['xyzi', 'xyzirt']

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from acres_bridge.nodes.cores import cgroup_cpu_quota
-from acres_bridge.nodes.cores import usable_cores
+from acres_bridge.runtime.cores import cgroup_cpu_quota
+from acres_bridge.runtime.cores import usable_cores
 
 AFFINITY = len(os.sched_getaffinity(0))
 

@@ -43,8 +43,8 @@ import pytest
 from support.user_profiles import write_transports_only
 
 from acres_bridge.emulator import streams
-from acres_bridge.nodes import dds
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.runtime import dds
 
 # Not marked delivery: each test sets its configuration itself, so the suite's second run with
 # the shipped profile in the environment would only repeat them.

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 from support import user_profiles
 
-from acres_bridge.nodes import dds_profile
+from acres_bridge.runtime import dds_profile
 
 HEARTBEAT_NS = str(dds_profile.HEARTBEAT_PERIOD_MS * 1_000_000)
 

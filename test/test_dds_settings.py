@@ -41,7 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from acres_bridge.nodes import dds  # noqa: E402
+from acres_bridge.runtime import dds  # noqa: E402
 
 PROFILE_NAMES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
                  'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTDDS_BUILTIN_TRANSPORTS')

@@ -28,8 +28,8 @@ from acres_bridge.conversions.clock import time_to_stamp
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.geometry import quaternions_to_matrices
 from acres_bridge.geometry import rpy_deg_to_quaternion
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import HelloFrame
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 

@@ -28,9 +28,9 @@ from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HelloFrame
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 TOPICS = {**AGENT_TOPICS, **GLOBAL_TOPICS}

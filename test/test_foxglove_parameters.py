@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from acres_bridge.nodes.foxglove_parameters import foxglove_view_parameters_from_values
-from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.foxglove.parameters import foxglove_view_parameters_from_values
+from acres_bridge.runtime.parameters import ParameterError
 
 
 def test_the_defaults_listen_on_loopback_8765_and_serve_every_topic():

@@ -26,7 +26,7 @@ from sensor_msgs.msg import Imu
 from support.waiting import wait_until
 
 from acres_bridge.conversions.cdr import time_nanoseconds
-from acres_bridge.nodes.foxglove_readers import ViewReaders
+from acres_bridge.foxglove.subscriptions import ViewReaders
 
 WAIT_S = 20.0
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)

@@ -41,8 +41,8 @@ from websockets.sync.client import connect
 
 from acres_bridge.foxglove.definitions import read_installed
 from acres_bridge.foxglove.definitions import SEPARATOR
-from acres_bridge.nodes.bridge import SessionBridge
-from acres_bridge.nodes.foxglove_view import FoxgloveViewNode
+from acres_bridge.foxglove.view import FoxgloveViewNode
+from acres_bridge.session.bridge import SessionBridge
 
 pytestmark = pytest.mark.ros
 

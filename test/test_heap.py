@@ -10,7 +10,7 @@ import sys
 # the program break moved, in MB. From the heap it moves by the block; an mmap leaves it.
 PROBE = '''
 import ctypes, sys
-from acres_bridge.nodes.heap import keep_freed_buffers
+from acres_bridge.runtime.heap import keep_freed_buffers
 libc = ctypes.CDLL(None)
 libc.sbrk.restype = ctypes.c_void_p
 libc.sbrk.argtypes = (ctypes.c_ssize_t,)

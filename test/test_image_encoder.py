@@ -21,7 +21,7 @@ from sensor_msgs.msg import CompressedImage
 from support.sensor_frames import camera_frame
 from support.waiting import wait_until
 
-from acres_bridge.nodes.image_encoder import ImageEncoder
+from acres_bridge.sensors.image_encoder import ImageEncoder
 
 
 @pytest.fixture

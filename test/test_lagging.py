@@ -1,11 +1,11 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""The bookkeeping of lagging topics (nodes/lagging.py), with stand-ins for publishers."""
+"""The bookkeeping of lagging topics (lockstep/lagging.py), with stand-ins for publishers."""
 
 from rclpy.exceptions import InvalidHandle
 
-from acres_bridge.nodes.lagging import LaggingTopics
+from acres_bridge.lockstep.lagging import LaggingTopics
 
 
 class Writer:

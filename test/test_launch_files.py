@@ -79,12 +79,12 @@ INSTALLED = {str((ROOT / source).resolve()) for _, sources in SETUP['data_files'
 
 
 def _parameters_module() -> types.ModuleType:
-    from acres_bridge.nodes import parameters   # a missing module is a failure, not a skip
+    from acres_bridge.runtime import parameters  # a missing module is a failure, not a skip
     return parameters
 
 
 def _recorder_parameters_module() -> types.ModuleType:
-    from acres_bridge.nodes import recorder_parameters
+    from acres_bridge.recording import parameters as recorder_parameters
     return recorder_parameters
 
 
@@ -641,7 +641,7 @@ def test_emulator_launch_records_every_vehicle(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.parametrize('launch_file', ['acres_session.launch.py', 'sensor_bridge.launch.py'])
 def test_view_foxglove_starts_the_view_on_simulation_time(
         launch_file: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from acres_bridge.nodes.foxglove_parameters import foxglove_view_parameters_from_values
+    from acres_bridge.foxglove.parameters import foxglove_view_parameters_from_values
     actions = _run_launch(launch_file, {'view': 'foxglove', 'view_port': '8790'}, monkeypatch)
     views = [node for node in _of_type(actions, 'Node')
              if node.keywords['executable'] == 'foxglove_view']

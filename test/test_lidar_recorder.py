@@ -28,11 +28,11 @@ from acres_bridge.dataset.calibration import lens_centres
 from acres_bridge.dataset.format import QUALITY_RTK
 from acres_bridge.dataset.format import QUALITY_TRUTH
 from acres_bridge.dataset.format import RANGE_STEP_M
-from acres_bridge.nodes.lidar_recorder import LidarRecorderNode
-from acres_bridge.nodes.parameters import ParameterError
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.recording.recorder_node import LidarRecorderNode
+from acres_bridge.runtime.parameters import ParameterError
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 SCANS = 24

@@ -29,9 +29,9 @@ from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset.calibration import lens_centres
 from acres_bridge.dataset.format import DatasetError
 from acres_bridge.dataset.format import RANGE_STEP_M
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
 TIMEOUT_S = 60.0

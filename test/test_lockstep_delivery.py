@@ -39,8 +39,8 @@ from support.action_caller import ActionCaller
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
-from acres_bridge.nodes import dds
-from acres_bridge.nodes.readers import unnamed_reader_label
+from acres_bridge.lockstep.endpoints import unnamed_reader_label
+from acres_bridge.runtime import dds
 
 pytestmark = [pytest.mark.ros, pytest.mark.delivery]
 AGENTS = ('polaris', 'maxxum')

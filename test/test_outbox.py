@@ -19,9 +19,9 @@ from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 from support.waiting import wait_until
 
-from acres_bridge.conversions.pool import PooledMessage
-from acres_bridge.nodes import rcl_publish
-from acres_bridge.nodes.outbox import Outbox
+from acres_bridge.sensors import rcl_publish
+from acres_bridge.sensors.message_pool import PooledMessage
+from acres_bridge.sensors.outbox import Outbox
 
 
 @pytest.fixture

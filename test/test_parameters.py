@@ -10,19 +10,19 @@ from rcl_interfaces.msg import ParameterType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from acres_bridge.nodes.parameters import BRIDGE_PARAMETERS
-from acres_bridge.nodes.parameters import bridge_parameters_from_values
-from acres_bridge.nodes.parameters import BridgeParameters
-from acres_bridge.nodes.parameters import declare_bridge_parameters
-from acres_bridge.nodes.parameters import declare_sensor_bridge_parameters
-from acres_bridge.nodes.parameters import declare_sim_control_parameters
-from acres_bridge.nodes.parameters import ParameterError
-from acres_bridge.nodes.parameters import SENSOR_BRIDGE_PARAMETERS
-from acres_bridge.nodes.parameters import sensor_bridge_parameters_from_values
-from acres_bridge.nodes.parameters import SensorBridgeParameters
-from acres_bridge.nodes.parameters import SIM_CONTROL_PARAMETERS
-from acres_bridge.nodes.parameters import sim_control_parameters_from_values
-from acres_bridge.nodes.parameters import SimControlParameters
+from acres_bridge.runtime.parameters import BRIDGE_PARAMETERS
+from acres_bridge.runtime.parameters import bridge_parameters_from_values
+from acres_bridge.runtime.parameters import BridgeParameters
+from acres_bridge.runtime.parameters import declare_bridge_parameters
+from acres_bridge.runtime.parameters import declare_sensor_bridge_parameters
+from acres_bridge.runtime.parameters import declare_sim_control_parameters
+from acres_bridge.runtime.parameters import ParameterError
+from acres_bridge.runtime.parameters import SENSOR_BRIDGE_PARAMETERS
+from acres_bridge.runtime.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.runtime.parameters import SensorBridgeParameters
+from acres_bridge.runtime.parameters import SIM_CONTROL_PARAMETERS
+from acres_bridge.runtime.parameters import sim_control_parameters_from_values
+from acres_bridge.runtime.parameters import SimControlParameters
 
 
 def test_the_defaults_are_the_contracts():

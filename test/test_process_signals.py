@@ -22,8 +22,8 @@ import threading
 import pytest
 from support.waiting import wait_until
 
-from acres_bridge.nodes.cores import usable_cores
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.runtime.cores import usable_cores
 
 pytestmark = pytest.mark.ros
 WAIT_S = 60.0
@@ -123,7 +123,7 @@ def test_sigterm_ends_a_publishing_sensor_bridge_with_exit_0(emulator_factory):
 def test_the_first_signal_asks_for_the_stop_and_a_second_sigterm_ends_at_once():
     script = textwrap.dedent('''
         import os, signal
-        from acres_bridge.nodes.process import StopRequest
+        from acres_bridge.runtime.process import StopRequest
         stop = StopRequest()
         stop.install()
         os.kill(os.getpid(), signal.SIGTERM)
@@ -150,7 +150,7 @@ def test_once_the_stop_began_sigterm_is_left_to_the_kernel():
     """
     script = textwrap.dedent('''
         import signal
-        from acres_bridge.nodes.process import StopRequest
+        from acres_bridge.runtime.process import StopRequest
         stop = StopRequest()
         stop.install()
         print('running:', signal.getsignal(signal.SIGTERM) == stop._on_signal, flush=True)
@@ -175,7 +175,7 @@ def test_the_nodes_are_destroyed_only_after_the_callbacks_in_flight_returned():
         import os, signal, threading
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.node import Node
-        from acres_bridge.nodes.process import run_until_shutdown
+        from acres_bridge.runtime.process import run_until_shutdown
         running = threading.Event()
         seen = []
 
@@ -266,7 +266,7 @@ def test_a_signal_ends_the_executors_wait_at_once(executor):
     the stop waits for the spin period (here an hour, so the test fails at its time-out).
     """
     script = textwrap.dedent('''
-        from acres_bridge.nodes import process
+        from acres_bridge.runtime import process
         process.SPIN_PERIOD_S = 3600.0
 
         def build(executor):
@@ -288,7 +288,7 @@ def test_a_stop_that_hangs_writes_where_each_thread_is():
     script = textwrap.dedent('''
         import threading
         from rclpy.executors import SingleThreadedExecutor
-        from acres_bridge.nodes import process
+        from acres_bridge.runtime import process
 
         def build(executor):
             node = spinning_node('hanging', executor)

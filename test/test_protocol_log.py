@@ -16,9 +16,9 @@ import time
 from rclpy.parameter import Parameter
 from support.ports import free_port
 
-from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 WAIT_S = 10.0
 

@@ -194,7 +194,7 @@ def test_emulator_process_listens_on_its_reported_loopback_ports_only():
 
 @pytest.mark.parametrize('host', BAD_HOSTS)
 def test_node_parameters_refuse_other_hosts(guarded, host):
-    from acres_bridge.nodes import parameters   # a missing module is a failure, not a skip
+    from acres_bridge.runtime import parameters  # a missing module is a failure, not a skip
     for validate in (parameters.sensor_bridge_parameters_from_values,
                      parameters.sim_control_parameters_from_values,
                      parameters.bridge_parameters_from_values):
@@ -207,8 +207,8 @@ def test_node_parameters_refuse_other_hosts(guarded, host):
 def test_sensor_bridge_node_refuses_other_hosts_before_connecting(guarded, ros_context, host):
     from rclpy.parameter import Parameter
 
-    from acres_bridge.nodes.parameters import ParameterError
-    from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+    from acres_bridge.runtime.parameters import ParameterError
+    from acres_bridge.sensors.sensor_node import SensorBridgeNode
     with pytest.raises(ParameterError, match='^parameter host: '):
         SensorBridgeNode(context=ros_context,
                          parameter_overrides=[Parameter('host', value=host)])
@@ -221,9 +221,9 @@ def test_sim_control_and_session_nodes_refuse_other_hosts_before_connecting(
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
-    from acres_bridge.nodes.bridge import SessionBridge
-    from acres_bridge.nodes.parameters import ParameterError
-    from acres_bridge.nodes.sim_control import SimControlNode
+    from acres_bridge.control.sim_control_node import SimControlNode
+    from acres_bridge.runtime.parameters import ParameterError
+    from acres_bridge.session.bridge import SessionBridge
     overrides = [Parameter('host', value=host)]
     with pytest.raises(ParameterError, match='^parameter host: '):
         SimControlNode(context=ros_context, parameter_overrides=overrides)

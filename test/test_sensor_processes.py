@@ -33,12 +33,12 @@ from test_lockstep_delivery import check_steps
 from test_lockstep_delivery import session_factory  # noqa: F401  (a fixture)
 from test_lockstep_delivery import SIZES
 
-from acres_bridge.nodes import dds
-from acres_bridge.nodes.sensor_processes import _ChildChannel
+from acres_bridge.runtime import dds
+from acres_bridge.sensors.agent_processes import _ChildChannel
 
 pytestmark = [pytest.mark.ros, pytest.mark.delivery]
 PER_AGENT = ('-p', 'sensor_processes:=per_agent')
-CHILD_MODULE = 'acres_bridge.nodes.sensor_processes'
+CHILD_MODULE = 'acres_bridge.sensors.agent_processes'
 WAIT_S = 30.0
 
 

@@ -27,7 +27,7 @@ from support.waiting import wait_until
 from test_lockstep_delivery import expected_counts
 
 from acres_bridge.emulator.server import Emulator
-from acres_bridge.nodes import dds
+from acres_bridge.runtime import dds
 
 pytestmark = [pytest.mark.ros]
 AGENT = 'polaris'

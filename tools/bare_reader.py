@@ -7,10 +7,10 @@ The cheapest rclpy reader of a set of topics: the floor of what the Foxglove vie
     python tools/bare_reader.py TOPIC [TOPIC ...]
 
 It subscribes to each topic once the topic has a publisher, serialised and with the QoS the
-view would choose (:func:`acres_bridge.nodes.foxglove_view.publishers_qos`), prints
+view would choose (:func:`acres_bridge.foxglove.view.publishers_qos`), prints
 ``subscribed`` when every topic has a matched reader, then takes what every reader holds each
 10 ms as the view's reader thread does
-(:data:`acres_bridge.nodes.foxglove_readers.TAKE_PERIOD_S`, the view's heap settings), and does
+(:data:`acres_bridge.foxglove.subscriptions.TAKE_PERIOD_S`, the view's heap settings), and does
 nothing with it.
 tools/bench_foxglove_view.py runs it in place of the view (side ``reader``) to measure, in the
 same hour, what taking every topic from ROS in Python costs without sending anything anywhere.
@@ -29,10 +29,10 @@ def main(argv: list[str]) -> int:
     """Subscribe, take until SIGINT, print the counts."""
     import rclpy
 
-    from acres_bridge.nodes.foxglove_readers import TAKE_PERIOD_S
-    from acres_bridge.nodes.heap import keep_freed_buffers
-    from acres_bridge.nodes.foxglove_view import interface_type
-    from acres_bridge.nodes.foxglove_view import publishers_qos
+    from acres_bridge.foxglove.subscriptions import TAKE_PERIOD_S
+    from acres_bridge.foxglove.view import interface_type
+    from acres_bridge.foxglove.view import publishers_qos
+    from acres_bridge.runtime.heap import keep_freed_buffers
 
     keep_freed_buffers()    # as the view: no page faults for every copy of a cloud
     topics = argv

@@ -265,7 +265,7 @@ def node_handlers(sample: dict[str, Any], repeat: int) -> list[tuple[str, float,
     import rclpy
     from rclpy.parameter import Parameter
 
-    from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+    from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     context = rclpy.Context()

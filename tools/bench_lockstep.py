@@ -62,7 +62,7 @@ from benchmark import message_types
 from benchmark import PHYSICS_HZ
 from benchmark import say
 
-from acres_bridge.nodes import dds
+from acres_bridge.runtime import dds
 
 VEHICLES = ('polaris', 'maxxum')
 AGENT_TOPICS = ('ins/fix', 'ins/imu', 'ins/odometry', 'ground_truth/odometry', 'lidar/points',

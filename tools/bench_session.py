@@ -77,7 +77,7 @@ from benchmark import say  # noqa: E402
 from benchmark import sent_key  # noqa: E402
 from benchmark import stamp_key  # noqa: E402
 
-from acres_bridge.nodes import dds  # noqa: E402, I100  (no rclpy in the harness)
+from acres_bridge.runtime import dds  # noqa: E402, I100  (no rclpy in the harness)
 
 # The agents in the order the emulator names them: a vehicle's second instance is <vehicle>_1.
 AGENTS = ('polaris', 'maxxum', 'polaris_1', 'maxxum_1')

@@ -53,7 +53,7 @@ for path in (ROOT, TEST):
 from support import two_hosts  # noqa: E402, I100
 from support.environment import claim_domain_id  # noqa: E402
 
-from acres_bridge.nodes import dds  # noqa: E402, I100
+from acres_bridge.runtime import dds  # noqa: E402, I100
 
 CLIENT = os.path.join(TEST, 'two_host_client.py')
 CONFIGS = ('own', 'stock_heartbeat', 'large_data', 'buffers', 'buffers_bridge',

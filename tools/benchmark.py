@@ -82,7 +82,7 @@ for _path in (ROOT, TOOLS):
 
 import perf_split  # noqa: E402, I100  (tools/, beside this file)
 
-from acres_bridge.nodes import dds  # noqa: E402  (no rclpy: the harness runs on any Python)
+from acres_bridge.runtime import dds  # noqa: E402  (no rclpy: the harness runs on any Python)
 
 NAMESPACE = '/polaris'
 PHYSICS_HZ = 120
@@ -1645,7 +1645,7 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
         + (f" and runs at nice {settings['emulator_nice']}" if settings.get('emulator_nice')
            else '') + '.', '',
         'Two configurations. `stock`: no Fast DDS variable in any process, as a new user has '
-        'it; the bridge applies its own writer settings (acres_bridge/nodes/dds.py), the floor '
+        'it; the bridge applies its own writer settings (acres_bridge/runtime/dds.py), the floor '
         'and the subscriber run Fast DDS as it ships. `profile`: every process loads the '
         f"package's profile ({os.path.basename(settings.get('profile') or '')}, with "
         '`RMW_FASTRTPS_USE_QOS_FROM_XML=1`). Two drives. `play`: the emulator plays at the '

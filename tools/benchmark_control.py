@@ -28,8 +28,8 @@ from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
 
-from acres_bridge.nodes import dds
 from acres_bridge.protocol.control import ControlClient
+from acres_bridge.runtime import dds
 
 
 _ECHO_SERVICE = '''

@@ -200,7 +200,7 @@ def _dataset_summary(root: Path, started: float) -> str:
 
 
 def _environment(args: argparse.Namespace) -> dict[str, str]:
-    from acres_bridge.nodes import dds
+    from acres_bridge.runtime import dds
     fast_dds = dds.find_fast_dds()
     env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain_id), PYTHONUNBUFFERED='1')
     dds.keep_discovery_local(env, fast_dds)

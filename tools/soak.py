@@ -76,7 +76,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def _environment(domain_id: int, configuration: str) -> dict[str, str]:
     """Set this process's DDS environment (its subscriber's) and return the children's."""
-    from acres_bridge.nodes import dds
+    from acres_bridge.runtime import dds
     fast_dds = dds.find_fast_dds()
     for name in dds.USER_VARIABLES:
         os.environ.pop(name, None)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-The Foxglove view's parts that need no rclpy: ROS 2 message definitions as ``ros2msg`` text.
+The Foxglove view: the ROS graph served to Foxglove clients over WebSocket.
 
-Standard library and ament_index_python only; the node is :mod:`acres_bridge.nodes.foxglove_view`.
+definitions needs no rclpy (message definitions as ``ros2msg`` text); the rest is the node, its
+subscriptions and its parameters.
 """

@@ -14,7 +14,7 @@ import importlib.metadata
 import os
 import tempfile
 
-from acres_bridge.nodes import dds
+from acres_bridge.runtime import dds
 
 
 def ros_distro() -> str:

@@ -30,8 +30,8 @@ from support.action_caller import ActionCaller
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
+from acres_bridge.control.sim_control_node import SimControlNode
 from acres_bridge.emulator.server import Emulator
-from acres_bridge.nodes.sim_control import SimControlNode
 
 CALL_TIMEOUT_S = 15.0
 _NAMESPACES = itertools.count()

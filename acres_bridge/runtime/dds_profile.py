@@ -147,7 +147,7 @@ def merge_profile(text: str, major: int, *, minor: int = 14, local_discovery: bo
     ElementTree.indent(root, space='  ')
     body = ElementTree.tostring(root, encoding='unicode')
     header = ('<?xml version="1.0" encoding="UTF-8"?>\n'
-              f'<!-- {path} with the settings of acres_bridge (acres_bridge/nodes/dds.py) '
+              f'<!-- {path} with the settings of acres_bridge (acres_bridge/runtime/dds.py) '
               'for what it leaves unset; for the bridge\'s process only. -->\n')
     return Merge(header + body + '\n', tuple(dict.fromkeys(added)), tuple(shortfalls),
                  SHM_SEGMENT_BYTES if segment else None)

@@ -16,7 +16,7 @@ A profile the user gives (``FASTDDS_DEFAULT_PROFILES_FILE`` for Fast DDS 3,
 ``FASTRTPS_DEFAULT_PROFILES_FILE`` for 2.x, or the version's default file in the working
 directory) stays in force with its transports, names and defaults. The bridge's process alone
 loads a copy with the bridge's writer settings filled in where the file leaves them unset
-(:mod:`acres_bridge.nodes.dds_profile`); a setting the file sets and that falls short is kept
+(:mod:`acres_bridge.runtime.dds_profile`); a setting the file sets and that falls short is kept
 and reported with its cost and its fix. Other processes never see the copy.
 
 Fast DDS 3 renamed some tags of 2.x (``heartbeatPeriod`` became ``heartbeat_period``,
@@ -45,13 +45,13 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ElementTree
 
-from acres_bridge.nodes import dds_profile
-from acres_bridge.nodes.dds_profile import HEARTBEAT_PERIOD_MS
-from acres_bridge.nodes.dds_profile import NACK_RESPONSE_DELAY_MS
-from acres_bridge.nodes.dds_profile import PROFILE_TAGS
-from acres_bridge.nodes.dds_profile import RENAMED_TAGS
-from acres_bridge.nodes.dds_profile import SHM_PORT_QUEUE_CAPACITY
-from acres_bridge.nodes.dds_profile import SHM_SEGMENT_BYTES
+from acres_bridge.runtime import dds_profile
+from acres_bridge.runtime.dds_profile import HEARTBEAT_PERIOD_MS
+from acres_bridge.runtime.dds_profile import NACK_RESPONSE_DELAY_MS
+from acres_bridge.runtime.dds_profile import PROFILE_TAGS
+from acres_bridge.runtime.dds_profile import RENAMED_TAGS
+from acres_bridge.runtime.dds_profile import SHM_PORT_QUEUE_CAPACITY
+from acres_bridge.runtime.dds_profile import SHM_SEGMENT_BYTES
 
 # The environment variable each Fast DDS major version reads for its profile file, and the
 # file it loads from the working directory unless SKIP_DEFAULT_XML_FILE=1.
@@ -171,7 +171,7 @@ def profile_xml(major: int, *, local_discovery: bool,
     heartbeat_tag = 'heartbeat_period' if major >= 3 else 'heartbeatPeriod'
     nack_tag = 'nack_response_delay' if major >= 3 else 'nackResponseDelay'
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             '<!-- Written by acres_bridge (acres_bridge/nodes/dds.py) for Fast DDS '
+             '<!-- Written by acres_bridge (acres_bridge/runtime/dds.py) for Fast DDS '
              f'{major}.x: the settings of the bridge\'s own processes. -->',
              '<dds xmlns="http://www.eprosima.com">', '  <profiles>']
     if segment_size is not None:

@@ -25,9 +25,9 @@ from rclpy.publisher import Publisher
 from acres_bridge.conversions.compressed import compressed_format
 from acres_bridge.conversions.compressed import compressed_image_cdr
 from acres_bridge.conversions.compressed import encode_bgr8
-from acres_bridge.nodes.outbox import SenderThread
-from acres_bridge.nodes.rcl_publish import publish_serialised
 from acres_bridge.protocol.frames import CameraFrame
+from acres_bridge.sensors.outbox import SenderThread
+from acres_bridge.sensors.rcl_publish import publish_serialised
 
 # Images waiting to be encoded; the oldest goes when a new one comes. Eight ride out a stall
 # of the encoder thread of most of a second at 10 Hz (a busy machine starves a thread that

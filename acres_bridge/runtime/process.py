@@ -17,8 +17,8 @@ from rclpy.executors import Executor
 from rclpy.executors import ExternalShutdownException
 from rclpy.signals import SignalHandlerOptions
 
-from acres_bridge.nodes import dds
-from acres_bridge.nodes.parameters import ParameterError
+from acres_bridge.runtime import dds
+from acres_bridge.runtime.parameters import ParameterError
 
 # How long the executor waits for work before the main thread looks at the stop request again.
 # A signal wakes the executor at once (StopRequest), and so does a context shut down by another
@@ -38,7 +38,7 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
 
     Works the same on Humble, Jazzy and Kilted. The protocol clients report connections and
     bad frames through the log handler the nodes give them, into the nodes' ROS logs.
-    Fast DDS gets the bridge's own settings (:mod:`acres_bridge.nodes.dds`) unless the user
+    Fast DDS gets the bridge's own settings (:mod:`acres_bridge.runtime.dds`) unless the user
     gave a profile; once the nodes exist, one log line says which configuration is in force.
 
     rclpy's own signal handlers are not installed: on a signal they shut the context down from

@@ -24,14 +24,14 @@ for. So before a step is sent, and again before the acknowledgement wait, each s
 until its writers have matched every reader of their topics that the session knows: those in
 the graph of the process that received the request (sim_control's participant has seen the
 client that sent it) when the step was sent, and those in the stream's own graph
-(nodes/readers.py). A reader not matched within ``match_timeout_s`` before the step
+(lockstep/endpoints.py). A reader not matched within ``match_timeout_s`` before the step
 (``ack_timeout_s`` after its barrier) is named like a late one.
 
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
 not fail the step (the world did step): the answer succeeds and says which topics were late
 and names their reliable readers (DDS does not say which reader lags). From then on the topic
-lags (nodes/lagging.py): later steps do not wait for it, and each answer names it, until every
+lags (lockstep/lagging.py): later steps do not wait for it, and each answer names it, until every
 reader of it has acknowledged everything. Best-effort readers are never waited for: DDS does
 not track their acknowledgements.
 """
@@ -57,17 +57,17 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 
 from acres_bridge.conversions.diagnostics import format_value
-from acres_bridge.nodes.futures import Deadlines
-from acres_bridge.nodes.futures import FutureWaiter
-from acres_bridge.nodes.futures import settle
-from acres_bridge.nodes.lagging import LaggingTopics
-from acres_bridge.nodes.lagging import topic_of
-from acres_bridge.nodes.readers import known_readers
-from acres_bridge.nodes.readers import MATCH_POLL_S
-from acres_bridge.nodes.readers import MatchMemo
-from acres_bridge.nodes.readers import ReaderSet
-from acres_bridge.nodes.readers import wait_for_acks
-from acres_bridge.nodes.readers import wait_for_matches
+from acres_bridge.lockstep.endpoints import known_readers
+from acres_bridge.lockstep.endpoints import MATCH_POLL_S
+from acres_bridge.lockstep.endpoints import MatchMemo
+from acres_bridge.lockstep.endpoints import ReaderSet
+from acres_bridge.lockstep.endpoints import wait_for_acks
+from acres_bridge.lockstep.endpoints import wait_for_matches
+from acres_bridge.lockstep.lagging import LaggingTopics
+from acres_bridge.lockstep.lagging import topic_of
+from acres_bridge.runtime.futures import Deadlines
+from acres_bridge.runtime.futures import FutureWaiter
+from acres_bridge.runtime.futures import settle
 
 BARRIER_HISTORY = 256
 ACK_WORKERS = 8
@@ -138,7 +138,7 @@ class StreamReport:
     :param unmatched: topic -> the readers that the stream's writer of that topic had not
         matched when the acknowledgement wait began (see :func:`wait_for_matches`).
     :param lagging: topic -> the reliable readers of that topic, for each topic not waited
-        for because a reader of it lags since an earlier step (nodes/lagging.py).
+        for because a reader of it lags since an earlier step (lockstep/lagging.py).
     :param published_at: when the barrier was out (``time.monotonic()``, CLOCK_MONOTONIC: the
         same clock in every process of the host), 0.0 when unknown.
     """
@@ -420,7 +420,7 @@ class Lockstep:
         Block until the publishers matched ``readers`` and are acknowledged (an ack thread).
 
         One deadline, ``ack_timeout_s``, for both waits. The publishers of lagging topics are
-        not waited for (see nodes/lagging.py): they are looked at after the others, with the
+        not waited for (see lockstep/lagging.py): they are looked at after the others, with the
         grace's bound or the probe's, and a topic whose wait ran out lags from then on.
 
         :return: the readers not matched and the topics not acknowledged at the deadline, and

@@ -11,7 +11,7 @@ the serialised message from the reader and publishes it on ``sensor-tx:<name>`` 
 has one outbox per type, so that a cloud never waits for the image that arrived with it.
 Lockstep's barrier waits for :meth:`Outbox.drain` of each, so a step's barrier never overtakes
 its clouds and images. :class:`SenderThread` is the hand-off and the thread without the
-publishing; the compressed images' encoder (nodes/image_encoder.py) stands on it too.
+publishing; the compressed images' encoder (sensors/image_encoder.py) stands on it too.
 """
 
 from collections import deque
@@ -23,9 +23,9 @@ from typing import TypeVar
 
 from rclpy.publisher import Publisher
 
-from acres_bridge.conversions.pool import PooledMessage
-from acres_bridge.nodes.rcl_publish import publish_serialised
 from acres_bridge.protocol.threads import name_native_thread
+from acres_bridge.sensors.message_pool import PooledMessage
+from acres_bridge.sensors.rcl_publish import publish_serialised
 
 # Messages waiting; the pool's ring bounds the pooled ones, this bounds the rest.
 CAPACITY = 8

@@ -60,7 +60,7 @@ _SCOPE_SPAWNED = 4
 
 class SimulationServices:
     """
-    The simulation_interfaces handlers of :class:`~acres_bridge.nodes.sim_control.SimControlNode`.
+    The simulation_interfaces handlers of sim_control's node (control/sim_control_node.py).
 
     A mixin: the node that composes it provides the control channel's calls (``_call``,
     ``_send``, ``_reply``, ``_step``), the hello cache (``hello``, ``_remember_hello``), the

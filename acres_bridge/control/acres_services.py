@@ -28,7 +28,7 @@ from acres_bridge.conversions.messages import Reply
 
 class AcresServices:
     """
-    The acres_interfaces handlers of :class:`~acres_bridge.nodes.sim_control.SimControlNode`.
+    The acres_interfaces handlers of sim_control's node (control/sim_control_node.py).
 
     A mixin: the node that composes it provides ``_call`` (send an op, put its result into the
     response) and ``_remember_hello`` (the hello cache).

@@ -14,8 +14,8 @@ include, exclude    regular expressions over topic names: a topic is served when
 client_queue        the messages queued per client before the oldest are dropped (32)
 ==================  =========================================================================
 
-The declarations reuse :mod:`acres_bridge.nodes.parameters` (``ParameterSpec``, the two-step
-declaring, :class:`~acres_bridge.nodes.parameters.ParameterError`).
+The declarations reuse :mod:`acres_bridge.runtime.parameters` (``ParameterSpec``, the two-step
+declaring, :class:`~acres_bridge.runtime.parameters.ParameterError`).
 """
 
 from collections.abc import Mapping
@@ -27,10 +27,10 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from acres_bridge.nodes.parameters import declare_parameters
-from acres_bridge.nodes.parameters import finish_parameters
-from acres_bridge.nodes.parameters import ParameterError
-from acres_bridge.nodes.parameters import ParameterSpec
+from acres_bridge.runtime.parameters import declare_parameters
+from acres_bridge.runtime.parameters import finish_parameters
+from acres_bridge.runtime.parameters import ParameterError
+from acres_bridge.runtime.parameters import ParameterSpec
 
 CLIENT_QUEUE_RANGE = (4, 4096)
 _T = Parameter.Type

@@ -18,7 +18,7 @@ acres_bridge        host, port (5600, the control channel), sensor_ports, timeou
                     compressed.png_level, sensor_processes
 ==================  =========================================================================
 
-The lidar_recorder's parameters are :mod:`acres_bridge.nodes.recorder_parameters`', next to
+The lidar_recorder's parameters are :mod:`acres_bridge.recording.parameters`', next to
 its node, on the same :class:`ParameterSpec` and the same two steps.
 
 Each ``declare_*_parameters(node)`` declares its node's parameters with a

@@ -11,7 +11,7 @@ lidar_recorder      points_topic, odometry_topic, fix_topic, set, sequence, spli
                     existing, commit_interval_s
 ==================  =========================================================================
 
-The same machinery as every other node's (:mod:`acres_bridge.nodes.parameters`): a
+The same machinery as every other node's (:mod:`acres_bridge.runtime.parameters`): a
 ``ParameterSpec`` per parameter, :func:`declare_lidar_recorder_parameters` for a node and
 :func:`lidar_recorder_parameters_from_values` for a plain mapping, :class:`ParameterError` for a
 value the node cannot run with. Set and sequence names follow the dataset's naming rules
@@ -27,11 +27,11 @@ from rclpy.parameter import Parameter
 
 from acres_bridge.dataset.format import check_name
 from acres_bridge.dataset.format import DatasetError
-from acres_bridge.nodes.parameters import checked_values
-from acres_bridge.nodes.parameters import declare_parameters
-from acres_bridge.nodes.parameters import finish_parameters
-from acres_bridge.nodes.parameters import ParameterError
-from acres_bridge.nodes.parameters import ParameterSpec
+from acres_bridge.runtime.parameters import checked_values
+from acres_bridge.runtime.parameters import declare_parameters
+from acres_bridge.runtime.parameters import finish_parameters
+from acres_bridge.runtime.parameters import ParameterError
+from acres_bridge.runtime.parameters import ParameterSpec
 
 _T = Parameter.Type
 

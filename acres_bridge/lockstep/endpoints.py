@@ -11,7 +11,7 @@ The readers of a step's topics: who they are, whether the writers matched them, 
   spares them the graph's endpoint lists while nothing changed since every reader matched.
 * :func:`wait_for_acks` waits until every reliable reader acknowledged the writers' samples.
 
-The waits block: nodes/lockstep.py calls them on its ``lockstep-ack`` threads, never on an
+The waits block: lockstep/coordinator.py calls them on its ``lockstep-ack`` threads, never on an
 executor's.
 """
 

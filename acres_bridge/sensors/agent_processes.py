@@ -5,14 +5,14 @@
 One agent's sensor stream in a process of its own, for a session split over processes.
 
 With ``sensor_processes`` ``per_agent`` the ``acres_bridge`` executable keeps sim_control and
-lockstep, and starts one child per agent (``python -m acres_bridge.nodes.sensor_processes``):
+lockstep, and starts one child per agent (``python -m acres_bridge.sensors.agent_processes``):
 a ``sensor_bridge`` node in the agent's namespace (``/polaris/sensor_bridge``), with its own
 rclpy context, DDS participant, ``/diagnostics`` publisher and GIL.
 
 :class:`SensorProcess` is the parent's handle and the session's lockstep
-:class:`~acres_bridge.nodes.lockstep.DeliverySource` for that agent. It asks the child
+:class:`~acres_bridge.lockstep.coordinator.DeliverySource` for that agent. It asks the child
 "barrier N published and acknowledged" over a Unix socket pair (one end passed to the child),
-in JSON lines; the child answers with its own :class:`~acres_bridge.nodes.lockstep.Lockstep`,
+in JSON lines; the child answers with its own :class:`~acres_bridge.lockstep.coordinator.Lockstep`,
 so the acknowledgement wait covers its own writers:
 
     parent -> child   {"id": 6, "match": {"/polaris/ins/imu": {"<gid hex>": "/client"}},
@@ -54,15 +54,15 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 
-from acres_bridge.nodes.futures import Deadlines
-from acres_bridge.nodes.futures import settle
-from acres_bridge.nodes.lockstep import BarrierTimeout
-from acres_bridge.nodes.lockstep import StreamDelivery
-from acres_bridge.nodes.lockstep import StreamReport
-from acres_bridge.nodes.parameters import SensorBridgeParameters
-from acres_bridge.nodes.readers import ReaderSet
+from acres_bridge.lockstep.coordinator import BarrierTimeout
+from acres_bridge.lockstep.coordinator import StreamDelivery
+from acres_bridge.lockstep.coordinator import StreamReport
+from acres_bridge.lockstep.endpoints import ReaderSet
+from acres_bridge.runtime.futures import Deadlines
+from acres_bridge.runtime.futures import settle
+from acres_bridge.runtime.parameters import SensorBridgeParameters
 
-MODULE = 'acres_bridge.nodes.sensor_processes'
+MODULE = 'acres_bridge.sensors.agent_processes'
 NODE_NAME = 'sensor_bridge'
 # Past the child's own barrier and acknowledgement time-outs, how long the parent still waits
 # for its answer before it fails the step (a child that hangs).
@@ -371,7 +371,7 @@ class _ChildChannel:
     """The child's end: answers the parent's lockstep questions, ends the process at EOF."""
 
     def __init__(self, channel: socket.socket, node: Any, ack_timeout_s: float) -> None:
-        from acres_bridge.nodes.lockstep import Lockstep
+        from acres_bridge.lockstep.coordinator import Lockstep
         self._channel = channel
         self._node = node
         self._writer = _Writer(channel)
@@ -480,8 +480,8 @@ def child_main(argv: list[str] | None = None) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
-    from acres_bridge.nodes.process import run_until_shutdown
-    from acres_bridge.nodes.sensor_bridge import SensorBridgeNode
+    from acres_bridge.runtime.process import run_until_shutdown
+    from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
     parser = argparse.ArgumentParser(prog=MODULE, description=__doc__.split('\n\n')[0])
     parser.add_argument('--channel', type=int, required=True)
