@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-lockstep/coordinator.py alone: the executor adaptor and its race, deadlines, combining streams.
+The lockstep wing alone (coordinator, barriers, delivery, reports): the executor adaptor and
+its race, deadlines, combining streams.
 
 The delivery itself (barriers and acknowledgements across processes) is test_lockstep_delivery.
 """
@@ -22,16 +23,16 @@ from rclpy.topic_endpoint_info import TopicEndpointInfo
 from std_msgs.msg import String
 from support.waiting import wait_until
 
-from acres_bridge.lockstep.coordinator import BarrierTimeout
-from acres_bridge.lockstep.coordinator import BarrierTracker
+from acres_bridge.lockstep.barriers import BarrierTimeout
+from acres_bridge.lockstep.barriers import BarrierTracker
 from acres_bridge.lockstep.coordinator import Lockstep
-from acres_bridge.lockstep.coordinator import MatchReport
-from acres_bridge.lockstep.coordinator import StepReport
-from acres_bridge.lockstep.coordinator import StreamReport
 from acres_bridge.lockstep.endpoints import known_readers
 from acres_bridge.lockstep.endpoints import reader_label
 from acres_bridge.lockstep.endpoints import UNKNOWN_NODE_NAME
 from acres_bridge.lockstep.endpoints import wait_for_matches
+from acres_bridge.lockstep.reports import MatchReport
+from acres_bridge.lockstep.reports import StepReport
+from acres_bridge.lockstep.reports import StreamReport
 from acres_bridge.runtime import futures
 from acres_bridge.runtime.futures import Deadlines
 from acres_bridge.runtime.futures import FutureWaiter

@@ -7,339 +7,66 @@ Lockstep: a step answers once every message of it has reached every reliable rea
 A step is *delivered* when each sensor stream of the session has published the barrier of the
 step (so every frame the simulator sent before it is published) and every reliable reader
 matched at that moment has acknowledged every message of the stream's publishers
-(``Publisher.wait_for_all_acked``). sim_control awaits :meth:`Lockstep.hook` before it answers
-``step_simulation`` or ``simulate_steps``.
+(``Publisher.wait_for_all_acked``). sim_control chains :meth:`Lockstep.match_hook` before it
+sends a step and :meth:`Lockstep.hook` before it answers ``step_simulation`` or
+``simulate_steps``.
 
-* :class:`BarrierTracker` is one stream's barrier bookkeeping, fed by its reader thread.
-* :class:`StreamDelivery` answers "barrier N published and acknowledged" for one stream in this
-  process. It is the sensor side's interface: a :class:`StreamReport` is plain data, so a
-  sensor process could answer the same question to a control process over ROS; anything with
-  ``name`` and ``delivered(step) -> Future[StreamReport]`` plugs into :class:`Lockstep`.
-* :class:`Lockstep` combines the streams of a step, bounds the wait, keeps the figures and
-  reports late readers in ``/diagnostics`` and the log.
+:class:`Lockstep` combines the streams of a step (lockstep/delivery.py: anything with ``name``
+and ``delivered(step) -> Future[StreamReport]`` plugs in), bounds the wait, keeps the figures
+and reports late readers in ``/diagnostics`` and the log (lockstep/reports.py).
 
-Discovery can finish on one side first: a client's reader may see a writer of the session
-before that writer has matched the reader, and then ``wait_for_all_acked`` has nobody to wait
-for. So before a step is sent, and again before the acknowledgement wait, each stream waits
-until its writers have matched every reader of their topics that the session knows: those in
-the graph of the process that received the request (sim_control's participant has seen the
-client that sent it) when the step was sent, and those in the stream's own graph
-(lockstep/endpoints.py). A reader not matched within ``match_timeout_s`` before the step
-(``ack_timeout_s`` after its barrier) is named like a late one.
+The readers a step waits for are those the process that received the request knows when the
+step is sent (sim_control's participant has seen the client that sent it), and those in each
+stream's own graph (lockstep/endpoints.py). A reader not matched within ``match_timeout_s``
+before the step (``ack_timeout_s`` after its barrier) is named like a late one.
 
 Waiting for acknowledgements blocks, so it runs on a small pool of ``lockstep-ack`` threads,
 never on an executor thread. A reader that does not acknowledge within ``ack_timeout_s`` does
-not fail the step (the world did step): the answer succeeds and says which topics were late
-and names their reliable readers (DDS does not say which reader lags). From then on the topic
-lags (lockstep/lagging.py): later steps do not wait for it, and each answer names it, until every
-reader of it has acknowledged everything. Best-effort readers are never waited for: DDS does
-not track their acknowledgements.
+not fail the step (the world did step): the answer succeeds and names the late topics and
+their reliable readers. From then on the topic lags (lockstep/lagging.py): later steps do not
+wait for it, and each answer names it, until every reader of it has acknowledged everything.
+Best-effort readers are never waited for: DDS does not track their acknowledgements.
 """
 
 from collections import deque
-from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 import concurrent.futures
-import dataclasses
 import statistics
 import threading
 import time
 import traceback
 from typing import Any
-from typing import Protocol
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from diagnostic_msgs.msg import KeyValue
-from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
-from acres_bridge.conversions.diagnostics import format_value
+from acres_bridge.lockstep.barriers import BarrierTimeout
+from acres_bridge.lockstep.barriers import BarrierTracker
+from acres_bridge.lockstep.delivery import DeliverySource
+from acres_bridge.lockstep.delivery import StreamDelivery
 from acres_bridge.lockstep.endpoints import known_readers
-from acres_bridge.lockstep.endpoints import MATCH_POLL_S
 from acres_bridge.lockstep.endpoints import MatchMemo
 from acres_bridge.lockstep.endpoints import ReaderSet
 from acres_bridge.lockstep.endpoints import wait_for_acks
 from acres_bridge.lockstep.endpoints import wait_for_matches
 from acres_bridge.lockstep.lagging import LaggingTopics
 from acres_bridge.lockstep.lagging import topic_of
+from acres_bridge.lockstep.reports import lagging_text
+from acres_bridge.lockstep.reports import lockstep_stats_to_status
+from acres_bridge.lockstep.reports import MatchReport
+from acres_bridge.lockstep.reports import StepReport
 from acres_bridge.runtime.futures import Deadlines
-from acres_bridge.runtime.futures import FutureWaiter
 from acres_bridge.runtime.futures import settle
 
-BARRIER_HISTORY = 256
 ACK_WORKERS = 8
 MATCH_TIMEOUT_S = 5.0
 FIGURES_KEPT = 200
 LATE_LOG_INTERVAL_S = 5.0
 # Where a step's time goes (see Lockstep._record_phases), as named in Lockstep.stats.
 PHASES = ('to_sent', 'to_reply', 'to_published', 'to_acked')
-
-
-class BarrierTracker:
-    """
-    The barriers one stream has published: the last 256 steps and the futures waiting for one.
-
-    The reader thread calls :meth:`published` after each barrier went out; a step already
-    published completes a new :meth:`future` at once. The steps are forgotten when the
-    world's step goes back (a reset).
-    """
-
-    def __init__(self, history: int = BARRIER_HISTORY) -> None:
-        self._lock = threading.Lock()
-        self._steps: deque[int] = deque(maxlen=history)
-        self._last: tuple[int, float] | None = None
-        self._waiting: list[tuple[int, concurrent.futures.Future]] = []
-
-    @property
-    def last(self) -> tuple[int, float] | None:
-        """The (step, stamp_s) of the last barrier published, None before one."""
-        with self._lock:
-            return self._last
-
-    def future(self, step: int) -> concurrent.futures.Future:
-        """Return a future that completes with ``step`` once its barrier is out (cancellable)."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        with self._lock:
-            if step not in self._steps:
-                self._waiting.append((step, future))
-                return future
-        future.set_result(step)
-        return future
-
-    def published(self, step: int, stamp_s: float) -> None:
-        """Record that the reader thread published the barrier of ``step``."""
-        with self._lock:
-            if self._last is not None and step < self._last[0]:
-                self._steps.clear()
-            self._steps.append(step)
-            self._last = (step, stamp_s)
-            ready = [future for waiting, future in self._waiting if waiting == step]
-            self._waiting = [(waiting, future) for waiting, future in self._waiting
-                             if waiting != step and not future.done()]
-        for future in ready:
-            if future.set_running_or_notify_cancel():
-                future.set_result(step)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StreamReport:
-    """
-    How one stream delivered a step: plain data, so it can cross a process boundary.
-
-    :param stream: the stream's name (the agent).
-    :param step: the step whose barrier was published.
-    :param ack_wait_s: from the start of the wait, right after the barrier was published, to
-        the last acknowledgement (or the time-out).
-    :param late: topic -> the reliable readers of that topic, for each topic whose readers did
-        not all acknowledge within the time-out.
-    :param unmatched: topic -> the readers that the stream's writer of that topic had not
-        matched when the acknowledgement wait began (see :func:`wait_for_matches`).
-    :param lagging: topic -> the reliable readers of that topic, for each topic not waited
-        for because a reader of it lags since an earlier step (lockstep/lagging.py).
-    :param published_at: when the barrier was out (``time.monotonic()``, CLOCK_MONOTONIC: the
-        same clock in every process of the host), 0.0 when unknown.
-    """
-
-    stream: str
-    step: int
-    ack_wait_s: float
-    late: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    lagging: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    published_at: float = 0.0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class StepReport:
-    """How every stream of a session delivered one step."""
-
-    step: int
-    streams: tuple[StreamReport, ...]
-
-    @property
-    def ack_wait_s(self) -> float:
-        """The longest acknowledgement wait of the step's streams."""
-        return max((report.ack_wait_s for report in self.streams), default=0.0)
-
-    @property
-    def late(self) -> dict[str, tuple[str, ...]]:
-        """Topic -> reliable readers, for every topic not acknowledged in time."""
-        return {topic: readers for report in self.streams
-                for topic, readers in report.late.items()}
-
-    @property
-    def unmatched(self) -> dict[str, tuple[str, ...]]:
-        """Topic -> readers, for every topic whose writer had not matched them in time."""
-        return {topic: readers for report in self.streams
-                for topic, readers in report.unmatched.items()}
-
-    @property
-    def lagging(self) -> dict[str, tuple[str, ...]]:
-        """Topic -> reliable readers, for every topic not waited for as a reader of it lags."""
-        return {topic: readers for report in self.streams
-                for topic, readers in report.lagging.items()}
-
-    @property
-    def warning(self) -> str | None:
-        """One line saying what was late or lagging, None when everything was acknowledged."""
-        parts = [text for text in (unmatched_text(self.unmatched), late_text(self.late),
-                                   lagging_text(self.lagging)) if text]
-        return '; '.join(parts) or None
-
-
-def late_text(late: dict[str, tuple[str, ...]]) -> str | None:
-    """Say which topics were not acknowledged in time and by whom (None: none)."""
-    return _reliable_readers_text('not acknowledged in time', late)
-
-
-def lagging_text(lagging: dict[str, tuple[str, ...]]) -> str | None:
-    """Say which topics were not waited for as a reader of them lags (None: none)."""
-    return _reliable_readers_text('not waited for until a lagging reader catches up', lagging)
-
-
-def _reliable_readers_text(lead: str, topics: dict[str, tuple[str, ...]]) -> str | None:
-    if not topics:
-        return None
-    return f'{lead}: ' + '; '.join(
-        f'{topic} (reliable readers: {", ".join(readers) or "none left"})'
-        for topic, readers in sorted(topics.items()))
-
-
-def unmatched_text(unmatched: dict[str, tuple[str, ...]]) -> str | None:
-    """Say which topics' writers had not matched which readers in time (None: none)."""
-    if not unmatched:
-        return None
-    return 'readers not matched in time: ' + '; '.join(
-        f'{topic} ({", ".join(readers)})' for topic, readers in sorted(unmatched.items()))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class MatchReport:
-    """
-    How the writers of a session's streams matched the known readers before a step was sent.
-
-    :param wait_s: the longest wait of a stream.
-    :param unmatched: topic -> the readers not matched within the time-out.
-    """
-
-    wait_s: float
-    unmatched: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-
-    @property
-    def warning(self) -> str | None:
-        """One line naming the readers not matched before the step, None when all were."""
-        text = unmatched_text(self.unmatched)
-        return None if text is None else f'before the step, {text}'
-
-
-class BarrierTimeout(TimeoutError):
-    """The barrier of a step did not come in time on one stream."""
-
-    def __init__(self, stream: str, step: int, timeout_s: float) -> None:
-        super().__init__(f'no barrier of step {step} within {timeout_s:g} s on the sensor '
-                         f'stream of {stream}')
-        self.stream = stream
-        self.step = step
-        self.timeout_s = timeout_s
-
-
-class DeliverySource(Protocol):
-    """The sensor side of a step: answers "barrier N published and acknowledged"."""
-
-    name: str
-    # The stream's topics are below it (besides SESSION_GLOBAL_TOPICS).
-    namespace: str
-
-    def matched(self, readers: ReaderSet, timeout_s: float) -> concurrent.futures.Future:
-        """
-        Return a future of topic -> readers not matched, once the stream's writers match.
-
-        It waits until each writer of the stream has matched every reader of ``readers`` on
-        its topic and every compatible reader the stream's own graph knows, at most
-        ``timeout_s``; what is still unmatched then is the result (empty: all matched).
-        """
-
-    def delivered(self, step: int, barrier_timeout_s: float,
-                  readers: ReaderSet) -> concurrent.futures.Future:
-        """
-        Return a future of the :class:`StreamReport` of ``step``.
-
-        It fails with :class:`BarrierTimeout` when the barrier does not come within
-        ``barrier_timeout_s``; once the barrier is out, the stream waits for its writers to
-        match ``readers`` (as :meth:`matched`) and for the acknowledgements, bounded by the
-        source's own time-out, and ends in a report.
-        """
-
-
-class StreamDelivery:
-    """
-    One stream of this process as a :class:`DeliverySource`.
-
-    :param name: the stream's name.
-    :param namespace: the namespace its topics are in.
-    :param barriers: the stream's barrier bookkeeping.
-    :param publishers: returns the publishers of the step's messages (clock, INS, clouds,
-        images, camera info, barrier, /tf), asked when they are waited for.
-    :param lockstep: the session's lockstep (its ack pool, node and time-out).
-    :param ready: whether the stream can carry a step (it has had its Hello); a step is sent
-        only once it is, within the match time-out. None: always.
-    """
-
-    def __init__(self, name: str, namespace: str, barriers: BarrierTracker,
-                 publishers: Callable[[], Iterable[Publisher]], lockstep: 'Lockstep',
-                 ready: Callable[[], bool] | None = None) -> None:
-        self.name = name
-        self.namespace = namespace
-        self._barriers = barriers
-        self._publishers = publishers
-        self._lockstep = lockstep
-        self._ready = ready
-
-    def matched(self, readers: ReaderSet, timeout_s: float) -> concurrent.futures.Future:
-        """Return a future of the readers not matched in time (see DeliverySource)."""
-        result: concurrent.futures.Future = concurrent.futures.Future()
-
-        def match() -> None:
-            deadline = time.monotonic() + timeout_s
-            while self._ready is not None and not self._ready():
-                if time.monotonic() >= deadline:
-                    settle(result, {f'sensor stream {self.name}': ('no Hello yet',)})
-                    return
-                time.sleep(MATCH_POLL_S)
-            settle(result, wait_for_matches(self._lockstep.node, self._publishers, readers,
-                                            max(0.0, deadline - time.monotonic()),
-                                            self._lockstep.match_memo))
-        self._lockstep.submit(match, result)
-        return result
-
-    def delivered(self, step: int, barrier_timeout_s: float,
-                  readers: ReaderSet) -> concurrent.futures.Future:
-        """Return a future of the stream's :class:`StreamReport` (see DeliverySource)."""
-        report: concurrent.futures.Future = concurrent.futures.Future()
-        barrier = self._barriers.future(step)
-
-        def acknowledge(published_at: float) -> None:
-            started = time.monotonic()
-            unmatched, late, lagging = self._lockstep.wait_for_delivery(
-                self._publishers, readers, step)
-            settle(report, StreamReport(self.name, step, time.monotonic() - started, late,
-                                        unmatched, lagging, published_at))
-
-        def published(future: concurrent.futures.Future) -> None:
-            if not (future.cancelled() or report.done()):
-                published_at = time.monotonic()
-                self._lockstep.submit(lambda: acknowledge(published_at), report)
-
-        def expired() -> BaseException | None:
-            return None if barrier.done() else BarrierTimeout(self.name, step, barrier_timeout_s)
-
-        barrier.add_done_callback(published)
-        report.add_done_callback(lambda _: barrier.cancel())
-        self._lockstep.deadlines.fail_after(report, barrier_timeout_s, expired)
-        return report
 
 
 class Lockstep:
@@ -527,29 +254,35 @@ class Lockstep:
             part.add_done_callback(lambda future, name=name: settled(name, future))
         return combined
 
-    def hook(self, executor: Executor,
-             sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[int], Awaitable]:
-        """Return sim_control's ``barrier_hook``: await the delivery of a step's sources."""
-        def barrier_hook(step: int) -> Awaitable:
+    def hook(self, sources: Callable[[], Sequence[DeliverySource]]
+             ) -> Callable[[int], concurrent.futures.Future]:
+        """
+        Return sim_control's ``barrier_hook``: the future of a step's delivery by its sources.
+
+        A ``concurrent.futures.Future``, not an awaitable: sim_control chains it on the thread
+        that sees the last acknowledgement, and its coroutine resumes once, to answer.
+        """
+        def barrier_hook(step: int) -> concurrent.futures.Future:
             replied = time.monotonic()
             delivered = self.step_delivered(step, sources())
             delivered.add_done_callback(lambda future: self._record_phases(future, replied))
-            return FutureWaiter(delivered, executor)
+            return delivered
         return barrier_hook
 
-    def match_hook(self, executor: Executor,
-                   sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[], Awaitable]:
+    def match_hook(self, sources: Callable[[], Sequence[DeliverySource]]
+                   ) -> Callable[[], concurrent.futures.Future]:
         """
-        Return sim_control's ``match_hook``: await the sources' matches before a step.
+        Return sim_control's ``match_hook``: the future of the sources' matches before a step.
 
         ``sources`` may include streams that have not had their first Hello yet: a step sent
-        before a stream is up would reach none of its readers.
+        before a stream is up would reach none of its readers. sim_control sends the step on
+        the thread that completes the future.
         """
-        def match_hook() -> Awaitable:
+        def match_hook() -> concurrent.futures.Future:
             requested = time.monotonic()
             matched = self.step_matched(sources())
             matched.add_done_callback(lambda _: self._sent(requested))
-            return FutureWaiter(matched, executor)
+            return matched
         return match_hook
 
     def _sent(self, requested: float) -> None:
@@ -669,26 +402,3 @@ class Lockstep:
         """Stop the deadline thread and the ack threads (waits in progress run to their end)."""
         self.deadlines.stop()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def lockstep_stats_to_status(stats: dict[str, Any], *, name: str, late_now: bool,
-                             unmatched_now: bool = False) -> DiagnosticStatus:
-    """Return the lockstep diagnostic status from :attr:`Lockstep.stats`."""
-    values = [KeyValue(key=key, value=format_value(value)) for key, value in stats.items()]
-    if late_now:
-        level = DiagnosticStatus.WARN
-        message = f'step {stats["last_late_step"]} {stats["last_late"]}'
-    elif stats.get('lagging'):
-        level = DiagnosticStatus.WARN
-        message = f'step {stats["last_step"]} {stats["lagging"]}'
-    elif unmatched_now:
-        level = DiagnosticStatus.WARN
-        message = stats['last_unmatched']
-    elif stats['steps'] or stats['failed_steps']:
-        level = DiagnosticStatus.OK
-        message = (f'{stats["steps"]} steps delivered, last acknowledged in '
-                   f'{format_value(stats["ack_wait_last_ms"])} ms')
-    else:
-        level = DiagnosticStatus.OK
-        message = 'no step yet'
-    return DiagnosticStatus(level=level, name=name, message=message, values=values)

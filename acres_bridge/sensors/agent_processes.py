@@ -10,7 +10,7 @@ a ``sensor_bridge`` node in the agent's namespace (``/polaris/sensor_bridge``), 
 rclpy context, DDS participant, ``/diagnostics`` publisher and GIL.
 
 :class:`SensorProcess` is the parent's handle and the session's lockstep
-:class:`~acres_bridge.lockstep.coordinator.DeliverySource` for that agent. It asks the child
+:class:`~acres_bridge.lockstep.delivery.DeliverySource` for that agent. It asks the child
 "barrier N published and acknowledged" over a Unix socket pair (one end passed to the child),
 in JSON lines; the child answers with its own :class:`~acres_bridge.lockstep.coordinator.Lockstep`,
 so the acknowledgement wait covers its own writers:
@@ -54,10 +54,10 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticStatus
 from diagnostic_msgs.msg import KeyValue
 
-from acres_bridge.lockstep.coordinator import BarrierTimeout
-from acres_bridge.lockstep.coordinator import StreamDelivery
-from acres_bridge.lockstep.coordinator import StreamReport
+from acres_bridge.lockstep.barriers import BarrierTimeout
+from acres_bridge.lockstep.delivery import StreamDelivery
 from acres_bridge.lockstep.endpoints import ReaderSet
+from acres_bridge.lockstep.reports import StreamReport
 from acres_bridge.runtime.futures import Deadlines
 from acres_bridge.runtime.futures import settle
 from acres_bridge.runtime.parameters import SensorBridgeParameters

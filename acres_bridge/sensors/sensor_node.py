@@ -58,7 +58,7 @@ from acres_bridge.conversions.ins import ins_frame_to_transform_cdr
 from acres_bridge.conversions.lidar import PointTimes
 from acres_bridge.conversions.tf import AgentFrames
 from acres_bridge.conversions.tf import hello_to_static_transforms
-from acres_bridge.lockstep.coordinator import BarrierTracker
+from acres_bridge.lockstep.barriers import BarrierTracker
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import ClockFrame

@@ -37,8 +37,8 @@ from rclpy.executors import Executor
 from rclpy.node import Node
 
 from acres_bridge.control.sim_control_node import SimControlNode
-from acres_bridge.lockstep.coordinator import DeliverySource
 from acres_bridge.lockstep.coordinator import Lockstep
+from acres_bridge.lockstep.delivery import DeliverySource
 from acres_bridge.runtime.cores import usable_cores
 from acres_bridge.runtime.parameters import BridgeParameters
 from acres_bridge.runtime.parameters import declare_bridge_parameters
@@ -124,9 +124,9 @@ class SessionBridge:
         self._lock = threading.Lock()
         self._destroyed = False
         self.control = SimControlNode(parameters=self.parameters.control(),
-                                      barrier_hook=self.lockstep.hook(executor, self._streams),
+                                      barrier_hook=self.lockstep.hook(self._streams),
                                       match_hook=self.lockstep.match_hook(
-                                          executor, lambda: self._streams(starting=True)),
+                                          lambda: self._streams(starting=True)),
                                       on_hello=self._on_hello, **kwargs)
         self.shared.add_diagnostics(self.control.diagnostic_statuses)
         self.shared.add_diagnostics(
