@@ -115,9 +115,17 @@ class MatchMemo:
     its acknowledgement wait); the graph's endpoint list of a topic costs a tenth of a
     millisecond of Python per writer. While the graph's reader count of the topic and the
     writer's match count are those of the last look that found every reader matched, and the
-    readers asked for were all among them, the readers are the same ones: a reader that went
-    lowers a count, one that came raises one, and one that replaced another (the counts
-    kept) is a reader asked for that is not among them, or one the writer matched.
+    readers asked for were all among them, the readers are taken to be the same ones: a reader
+    that went lowers a count, one that came raises one.
+
+    The gap: a reader that replaced another between two looks keeps both counts. When the
+    process that received the request knows the new one, it is asked for and not among those
+    of the last look, so the look is full. When only this stream's graph knows it yet, and the
+    writer still counts the old reader as matched (its lease or its unmatch not yet
+    processed), the memo passes and the step may be sent before the writer matched the new
+    reader, which then misses what was published before its match. Telling them apart needs
+    the readers' GIDs, the very list the memo spares, and rclpy offers no graph change counter
+    to ask instead; it takes a reader leaving and another joining within one step's time.
     """
 
     def __init__(self) -> None:
