@@ -26,7 +26,6 @@ completes; the executor never blocks on the socket. The node runs in any executo
 from collections.abc import Awaitable
 from collections.abc import Callable
 import concurrent.futures
-import dataclasses
 import threading
 from typing import Any
 
@@ -57,7 +56,6 @@ from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.runtime.futures import FutureWaiter
-from acres_bridge.runtime.futures import settle
 from acres_bridge.runtime.logs import protocol_log
 from acres_bridge.runtime.parameters import declare_sim_control_parameters
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
@@ -87,17 +85,14 @@ class SimControlNode(SimulationServices, AcresServices, Node):
     :param node_name: the node name (``sim_control``).
     :param parameters: use these instead of declaring and reading the node's parameters
         (for a process that hosts several nodes and reads its parameters once).
-    :param barrier_hook: called with the reply's ``barrier`` step after every successful
-        step (on the control reader thread), and awaited before the service or the action
-        answers. It may return a ``concurrent.futures.Future``, which the step chains on
-        the thread that completes it (no executor pass between), or any awaitable rclpy can
-        await in a coroutine (an rclpy Future, a coroutine, a ``FutureWaiter``). An exception
-        from it turns the answer into RESULT_OPERATION_FAILED with its text.
-    :param match_hook: called before every step request is sent (lockstep: the sensor
-        writers match every reader the session knows); it returns a
-        ``concurrent.futures.Future``, after which the request is sent on the thread that
-        completes it, or an awaitable. What it gives may carry a ``warning``, added to the
-        step's result message. An exception from it fails the step before anything is sent.
+    :param barrier_hook: awaited with the reply's ``barrier`` step after every successful
+        step, before the service or the action answers; it may return any awaitable rclpy
+        can await in a coroutine (an rclpy Future, a coroutine, a ``FutureWaiter``). An
+        exception from it turns the answer into RESULT_OPERATION_FAILED with its text.
+    :param match_hook: awaited before every step request is sent (lockstep: the sensor
+        writers match every reader the session knows); what it returns may carry a
+        ``warning``, added to the step's result message. An exception from it fails the step
+        before anything is sent.
     :param on_hello: called on the control reader thread with each successful hello reply
         (one is requested on every connection).
     :param kwargs: passed to ``rclpy.node.Node`` (namespace, context, parameter_overrides...).
@@ -292,7 +287,14 @@ class SimControlNode(SimulationServices, AcresServices, Node):
             reply = await self._reply(op, timeout_s=timeout_s, on_progress=on_progress,
                                       **fields)
         except ControlError as exc:
-            response.result = self._failed_call(exc, bad_lines)
+            text = str(exc)
+            if isinstance(exc, ControlTimeout):
+                skipped = self.control.stats['bad_lines'] - bad_lines
+                if skipped:
+                    text += (f' ({skipped} line{"s" if skipped > 1 else ""} that '
+                             f'{"were" if skipped > 1 else "was"} not JSON came meanwhile)')
+                self.get_logger().warning(text, throttle_duration_sec=5.0)
+            response.result = failed_result(text)
             return None
         response.result = result_from_reply(reply)
         return reply
@@ -302,165 +304,44 @@ class SimControlNode(SimulationServices, AcresServices, Node):
         Send one step request between the two lockstep hooks; fill ``result_holder.result``.
 
         The match hook comes first: a step is sent only once the sensor writers have matched
-        the readers the session knows (or the wait ran out, which the result then says). The
-        request, its reply and the barrier hook run as one chain of futures (see
-        :class:`StepChain`): the coroutine waits once, and the executor hears of the step
-        only when it can answer.
+        the readers the session knows (or the wait ran out, which the result then says).
         """
-        bad_lines = self.control.stats['bad_lines']
-        try:
-            matched = self.match_hook() if self.match_hook is not None else None
-            if matched is not None and not isinstance(matched, concurrent.futures.Future):
-                matched = await matched
-        except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
-            result_holder.result = failed_result(f'step not sent: {exc}')
-            return
-        chain = StepChain(self, steps, fields)
-        outcome: StepOutcome = await FutureWaiter(chain.start(matched), self.executor)
-        if outcome.not_sent is not None:
-            result_holder.result = failed_result(f'step not sent: {outcome.not_sent}')
-            return
-        if outcome.error is not None:
-            result_holder.result = self._failed_call(outcome.error, bad_lines)
-        else:
-            result_holder.result = outcome.result
-            if outcome.barrier is not None:
-                await self._after_step(outcome, result_holder.result)
-        if outcome.warning:
-            add_warning(result_holder.result, outcome.warning)
+        warning = None
+        if self.match_hook is not None:
+            try:
+                warning = getattr(await self.match_hook(), 'warning', None)
+            except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
+                result_holder.result = failed_result(f'step not sent: {exc}')
+                return
+        reply = await self._call(result_holder, 'step', timeout_s=self.step_timeout_s(steps),
+                                 steps=steps, **fields)
+        if reply is not None and result_holder.result.result == RESULT_OK:
+            await self._after_step(reply, result_holder.result)
+        if warning:
+            add_warning(result_holder.result, warning)
 
-    def _failed_call(self, exc: ControlError, bad_lines: int) -> Result:
-        """Return the result of a request without a reply, counting lines that were not JSON."""
-        text = str(exc)
-        if isinstance(exc, ControlTimeout):
-            skipped = self.control.stats['bad_lines'] - bad_lines
-            if skipped:
-                text += (f' ({skipped} line{"s" if skipped > 1 else ""} that '
-                         f'{"were" if skipped > 1 else "was"} not JSON came meanwhile)')
-            self.get_logger().warning(text, throttle_duration_sec=5.0)
-        return failed_result(text)
-
-    async def _after_step(self, outcome: 'StepOutcome', result: Result) -> None:
+    async def _after_step(self, reply: Reply, result: Result) -> None:
         """
-        Put the barrier hook's outcome into the result; a failure fails it.
+        Await the barrier hook with the step's barrier; a failure fails the result.
 
-        What the hook gave may carry a ``warning`` (lockstep's StepReport: readers that did
+        What the hook returns may carry a ``warning`` (lockstep's StepReport: readers that did
         not acknowledge in time); it is added to the result's message, which stays a success.
         """
-        try:
-            report = (await outcome.pending if outcome.pending is not None
-                      else outcome.delivery.result())
-        except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
-            result.result = RESULT_OPERATION_FAILED
-            result.error_message = (f'stepped to step {outcome.barrier}, but the sensor '
-                                    f'barrier failed: {exc}')
-            return
-        warning = getattr(report, 'warning', None)
-        if warning:
-            add_warning(result, f'step {outcome.barrier}: {warning}')
-
-
-@dataclasses.dataclass
-class StepOutcome:
-    """
-    What became of one step request, filled by whichever thread saw each part of it.
-
-    :ivar warning: the match hook's warning (readers not matched before the step).
-    :ivar not_sent: why the step was not sent (the match hook failed).
-    :ivar error: why no reply came (the channel's error).
-    :ivar result: the reply's result.
-    :ivar barrier: the reply's barrier step, once the barrier hook was called with it.
-    :ivar delivery: the barrier hook's future, done (a hook that returned one).
-    :ivar pending: the barrier hook's awaitable, for the coroutine to await (any other hook).
-    """
-
-    warning: str | None = None
-    not_sent: BaseException | None = None
-    error: ControlError | None = None
-    result: Result | None = None
-    barrier: int | None = None
-    delivery: concurrent.futures.Future | None = None
-    pending: Awaitable[Any] | None = None
-
-
-class StepChain:
-    """
-    A step request between the lockstep hooks, chained on the threads that complete each part.
-
-    The match hook's future, once done, sends the request (on the thread that completed it);
-    the reply, on the control reader thread, calls the barrier hook; that hook's future
-    settles the chain. A hook that returns a ``concurrent.futures.Future`` joins the chain; any
-    other awaitable is left to the coroutine. Every hop through the executor costs a pass of
-    its wait set, so the coroutine hears of the step once, when the answer is ready.
-    """
-
-    def __init__(self, node: SimControlNode, steps: int, fields: dict[str, Any]) -> None:
-        self._node = node
-        self._steps = steps
-        self._fields = fields
-        self._outcome = StepOutcome()
-        self.done: concurrent.futures.Future = concurrent.futures.Future()
-
-    def start(self, matched: Any) -> concurrent.futures.Future:
-        """
-        Start the chain; return the future of its :class:`StepOutcome`.
-
-        :param matched: the match hook's future, or what it gave (None: no hook).
-        """
-        if isinstance(matched, concurrent.futures.Future):
-            matched.add_done_callback(lambda future: self._guarded(self._send, future))
-        else:
-            self._guarded(self._send, matched)
-        return self.done
-
-    def _guarded(self, part: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        """Run one part; whatever it raises settles the chain (a callback's error is lost)."""
-        try:
-            part(*args, **kwargs)
-        except Exception as exc:  # noqa: B902 - every step answers, whatever went wrong
-            settle(self.done, error=exc)
-
-    def _send(self, matched: Any) -> None:
-        if isinstance(matched, concurrent.futures.Future):
-            try:
-                matched = matched.result()
-            except Exception as exc:  # noqa: B902 - the hook is the caller's: answer
-                self._outcome.not_sent = exc
-                settle(self.done, self._outcome)
-                return
-        self._outcome.warning = getattr(matched, 'warning', None)
-        reply = self._node.control.request_async(
-            'step', timeout_s=self._node.step_timeout_s(self._steps), steps=self._steps,
-            **self._fields)
-        reply.add_done_callback(lambda future: self._guarded(self._replied, future))
-
-    def _replied(self, future: concurrent.futures.Future) -> None:
-        try:
-            reply = future.result()
-        except ControlError as exc:
-            self._outcome.error = exc
-            settle(self.done, self._outcome)
-            return
-        self._outcome.result = result_from_reply(reply)
-        hook = self._node.barrier_hook
-        if hook is None or self._outcome.result.result != RESULT_OK:
-            settle(self.done, self._outcome)
+        if self.barrier_hook is None:
             return
         barrier = reply.get('barrier', reply.get('step'))
         if not isinstance(barrier, int) or isinstance(barrier, bool) or barrier < 0:
             raise ReplyError(f'barrier must be a step number, got {barrier!r}')
-        self._outcome.barrier = barrier
         try:
-            delivered = hook(barrier)
+            report = await self.barrier_hook(barrier)
         except Exception as exc:  # noqa: B902 - the hook is the caller's: answer, never raise
-            delivered = concurrent.futures.Future()
-            delivered.set_exception(exc)
-        if isinstance(delivered, concurrent.futures.Future):
-            self._outcome.delivery = delivered
-            delivered.add_done_callback(lambda _: settle(self.done, self._outcome))
-        else:
-            self._outcome.pending = delivered
-            settle(self.done, self._outcome)
+            result.result = RESULT_OPERATION_FAILED
+            result.error_message = (f'stepped to step {barrier}, but the sensor barrier '
+                                    f'failed: {exc}')
+            return
+        warning = getattr(report, 'warning', None)
+        if warning:
+            add_warning(result, f'step {barrier}: {warning}')
 
 
 def _session_of(hello: Reply | None) -> Any:

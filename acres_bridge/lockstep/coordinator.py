@@ -7,7 +7,7 @@ Lockstep: a step answers once every message of it has reached every reliable rea
 A step is *delivered* when each sensor stream of the session has published the barrier of the
 step (so every frame the simulator sent before it is published) and every reliable reader
 matched at that moment has acknowledged every message of the stream's publishers
-(``Publisher.wait_for_all_acked``). sim_control chains :meth:`Lockstep.match_hook` before it
+(``Publisher.wait_for_all_acked``). sim_control awaits :meth:`Lockstep.match_hook` before it
 sends a step and :meth:`Lockstep.hook` before it answers ``step_simulation`` or
 ``simulate_steps``.
 
@@ -29,6 +29,7 @@ Best-effort readers are never waited for: DDS does not track their acknowledgeme
 """
 
 from collections import deque
+from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ import traceback
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
+from rclpy.executors import Executor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 
@@ -59,6 +61,7 @@ from acres_bridge.lockstep.reports import lockstep_stats_to_status
 from acres_bridge.lockstep.reports import MatchReport
 from acres_bridge.lockstep.reports import StepReport
 from acres_bridge.runtime.futures import Deadlines
+from acres_bridge.runtime.futures import FutureWaiter
 from acres_bridge.runtime.futures import settle
 
 ACK_WORKERS = 8
@@ -254,35 +257,29 @@ class Lockstep:
             part.add_done_callback(lambda future, name=name: settled(name, future))
         return combined
 
-    def hook(self, sources: Callable[[], Sequence[DeliverySource]]
-             ) -> Callable[[int], concurrent.futures.Future]:
-        """
-        Return sim_control's ``barrier_hook``: the future of a step's delivery by its sources.
-
-        A ``concurrent.futures.Future``, not an awaitable: sim_control chains it on the thread
-        that sees the last acknowledgement, and its coroutine resumes once, to answer.
-        """
-        def barrier_hook(step: int) -> concurrent.futures.Future:
+    def hook(self, executor: Executor,
+             sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[int], Awaitable]:
+        """Return sim_control's ``barrier_hook``: await the delivery of a step's sources."""
+        def barrier_hook(step: int) -> Awaitable:
             replied = time.monotonic()
             delivered = self.step_delivered(step, sources())
             delivered.add_done_callback(lambda future: self._record_phases(future, replied))
-            return delivered
+            return FutureWaiter(delivered, executor)
         return barrier_hook
 
-    def match_hook(self, sources: Callable[[], Sequence[DeliverySource]]
-                   ) -> Callable[[], concurrent.futures.Future]:
+    def match_hook(self, executor: Executor,
+                   sources: Callable[[], Sequence[DeliverySource]]) -> Callable[[], Awaitable]:
         """
-        Return sim_control's ``match_hook``: the future of the sources' matches before a step.
+        Return sim_control's ``match_hook``: await the sources' matches before a step.
 
         ``sources`` may include streams that have not had their first Hello yet: a step sent
-        before a stream is up would reach none of its readers. sim_control sends the step on
-        the thread that completes the future.
+        before a stream is up would reach none of its readers.
         """
-        def match_hook() -> concurrent.futures.Future:
+        def match_hook() -> Awaitable:
             requested = time.monotonic()
             matched = self.step_matched(sources())
             matched.add_done_callback(lambda _: self._sent(requested))
-            return matched
+            return FutureWaiter(matched, executor)
         return match_hook
 
     def _sent(self, requested: float) -> None:

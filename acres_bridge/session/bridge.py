@@ -124,9 +124,9 @@ class SessionBridge:
         self._lock = threading.Lock()
         self._destroyed = False
         self.control = SimControlNode(parameters=self.parameters.control(),
-                                      barrier_hook=self.lockstep.hook(self._streams),
+                                      barrier_hook=self.lockstep.hook(executor, self._streams),
                                       match_hook=self.lockstep.match_hook(
-                                          lambda: self._streams(starting=True)),
+                                          executor, lambda: self._streams(starting=True)),
                                       on_hello=self._on_hello, **kwargs)
         self.shared.add_diagnostics(self.control.diagnostic_statuses)
         self.shared.add_diagnostics(
