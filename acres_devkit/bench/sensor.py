@@ -34,11 +34,12 @@ reliable and best effort, keep-last 1, 10 and 1000.
     .venv/bin/python tools/benchmark.py --distro jazzy     # every process from .venv-jazzy
     .venv/bin/python tools/benchmark.py --help
 
-Results: docs/benchmarks.json, docs/benchmarks.md (a table), docs/benchmarks.png (latency and
-loss against the real-time factor) unless ``--output-dir`` says otherwise.
+Results: out/benchmark/benchmarks.json, benchmarks.md (a table) and benchmarks.png (latency and
+loss against the real-time factor) unless ``--output-dir`` says otherwise; out/ is not kept
+in git, and docs/benchmarks.md (kept by hand) takes what a run shows.
 
 ``--hosts 2`` (root) runs the same bridge and floor across two hosts: two network namespaces
-joined by a veth link (test/support/two_hosts.py), the emulator, the publisher (bridge or
+joined by a veth link (acres_devkit/two_hosts.py), the emulator, the publisher (bridge or
 floor) and a control-channel proxy on host A, the subscriber on host B, in play, for the
 configurations of tools/bench_two_hosts.py (``own``, ``paced_bridge``, ``two_hosts_profile``).
 Both hosts share one kernel, so the CLOCK_MONOTONIC times of the two sides compare directly.
@@ -249,10 +250,10 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     Run one measurement (``bridge`` or ``floor``, ``play`` or ``lockstep``); its figures.
 
     ``perf``: Linux perf samples the measured process (the bridge or the floor) over the
-    measured window; the split by layer goes under ``perf`` (tools/perf_split.py).
+    measured window; the split by layer goes under ``perf`` (acres_devkit/bench/perf_split.py).
 
     ``floor_beside``: a bridge run also runs the floor's clock, INS and barrier in the same
-    run (figures under ``floor_beside``). ``hosts``: a ``support.two_hosts.TwoHosts``; the
+    run (figures under ``floor_beside``). ``hosts``: an ``acres_devkit.two_hosts.TwoHosts``; the
     emulator and the publisher (bridge or floor) then run on its host A, the subscriber on B,
     with ``config`` one of tools/bench_two_hosts.py's (play only), and the subscriber from
     ``subscriber_prefix`` if given (a reader of another distribution's Fast DDS).
@@ -815,7 +816,7 @@ def _parser() -> argparse.ArgumentParser:
                              'subscriber, in lockstep a burst with each step request); the '
                              'comparison then takes that floor, under the same load')
     parser.add_argument('--output-dir', default=os.path.join(ROOT, 'out', 'benchmark'),
-                        help='where benchmarks.json, .md and .png go (default docs/)')
+                        help='where benchmarks.json, .md and .png go (default out/benchmark/)')
     parser.add_argument('--work-dir', default=None,
                         help='where the raw records and child logs go (default a temp folder)')
     parser.add_argument('--profile', action='store_true',
@@ -824,8 +825,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--perf', action='store_true',
                         help='sample the measured process (bridge or floor) with Linux perf '
                              'over the measured window and split its CPU by layer: kernel '
-                             'TCP, Fast DDS, rcl + rmw, Python (tools/perf_split.py; the '
-                             'perf.data files stay in --work-dir)')
+                             'TCP, Fast DDS, rcl + rmw, Python (acres_devkit.bench.perf_split; '
+                             'the perf.data files stay in --work-dir)')
     parser.add_argument('--bridge-command', default=None,
                         help='run this command instead of the sensor_bridge executable (the '
                              '--ros-args with namespace and port are appended), e.g. a '

@@ -4,7 +4,7 @@
 """
 The bridge across two hosts: loss, latency and CPU per Fast DDS configuration, at 1x and 5x.
 
-Two network namespaces joined by a veth link (test/support/two_hosts.py, root only): host A
+Two network namespaces joined by a veth link (acres_devkit/two_hosts.py, root only): host A
 runs the emulator of one Polaris in play, the ``acres_bridge`` executable and a reader
 (test/two_host_client.py) beside it; host B runs the same reader, reliable keep-last 1000.
 What A's reader got is what the bridge published; what B's lacks of it, within the span B
