@@ -15,6 +15,7 @@ import concurrent.futures
 import json
 import multiprocessing
 import socket
+import sys
 import threading
 import time
 
@@ -112,7 +113,12 @@ def bench_control(threads: int, requests: int) -> None:
           f'{stats["round_trip_p50_ms"]:.2f} ms max {stats["round_trip_max_ms"]:.2f} ms')
 
 
-if __name__ == '__main__':
+def main() -> int:
     bench_sensor_stream(3.0, 0.0)
     bench_sensor_stream(3.0, 100.0)
     bench_control(8, 500)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
