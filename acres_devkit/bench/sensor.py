@@ -279,9 +279,9 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     beside_record = os.path.join(work_dir, f'{tag}-beside-sent.json')
     beside = floor_beside and mode == 'bridge'
     floor: Child | None = None
+    emulator: Child | None = None
     children: list[Child] = []
     load_before = os.getloadavg()
-    publish_errors = None
     try:
         sub_me = me if subscriber_prefix is None else [prefix_python(subscriber_prefix), me[1]]
         subscriber = Child(f'{tag}-subscriber', sub_me + [
@@ -358,34 +358,8 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         subscriber_cpu = Sampler(subscriber.process.pid, period_s=5.0)
         subscriber_cpu_start = subscriber_cpu.cpu_s()
         receive_drops = hosts.b.receive_drops() if hosts is not None else None
-        wall_start = time.monotonic()
-        if control is not None and drive == 'lockstep':
-            if floor is not None:
-                floor.send('play')
-            _drive_steps(control, rate, seconds, floor)
-            wall_s = time.monotonic() - wall_start
-            emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
-            if floor is not None:
-                floor.send('end')
-                floor.expect('PLAYED', START_TIMEOUT_S)
-        elif control is not None:
-            reply = control.request('set_state', state=1)
-            if not reply.get('ok'):
-                raise RuntimeError(f'set_state 1 failed: {reply}')
-            if floor is not None:
-                floor.send('play')
-            time.sleep(seconds)
-            control.request('set_state', state=2)
-            wall_s = time.monotonic() - wall_start
-            # Frames still in the emulator's queue count as sent: let them go out first.
-            emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
-            if floor is not None:
-                floor.expect('PLAYED', seconds + START_TIMEOUT_S)
-        else:
-            source.send('play')
-            played = source.expect('PLAYED', seconds + START_TIMEOUT_S)
-            wall_s = time.monotonic() - wall_start
-            publish_errors = int(played.rsplit('=', 1)[1])
+        wall_s, publish_errors = _measured_window(drive, rate, seconds, control=control,
+                                                  source=source, emulator=emulator, floor=floor)
         wait_quiet(subscriber, DRAIN_TIMEOUT_S)
         cpu_s = sampler.cpu_s() - cpu_start
         sampler.stop()
@@ -401,20 +375,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     finally:
         for child in reversed(children):
             child.finish()
-    with open(pub_record, encoding='utf-8') as stream:
-        sent = json.load(stream)
-    with open(sub_record, encoding='utf-8') as stream:
-        sub = json.load(stream)
-    received, beside_received = split_beside(sub['received'])
-    result = topic_figures(sent, received)
-    if os.path.exists(queue_drops_path(pub_record)):
-        with open(queue_drops_path(pub_record), encoding='utf-8') as stream:
-            add_queue_drops(result['topics'], json.load(stream))
-    if beside:
-        with open(beside_record, encoding='utf-8') as stream:
-            beside_sent = json.load(stream)
-        result['floor_beside'] = topic_figures(beside_sent, beside_received, SMALL_TOPICS)
-    result['bridge_diagnostics'] = _diagnostic_figures(sub.get('diagnostics', []))
+    result, sent, sub = _delivery(pub_record, sub_record, beside_record if beside else None)
     clock_frames = sum(1 for frame_type, _, _ in sent if frame_type == 2)
     sim_s = clock_frames / PHYSICS_HZ
     result.update(cpu_per_message(result['topics'], cpu_s))
@@ -437,6 +398,71 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
         loadavg_before=[round(x, 2) for x in load_before],
         loadavg_after=[round(x, 2) for x in os.getloadavg()])
     return result
+
+
+def _measured_window(drive: str, rate: float, seconds: float, *, control: Any, source: Child,
+                     emulator: Child | None, floor: Child | None) -> tuple[float, int | None]:
+    """
+    Publish for the measured window; return its wall time and the floor's publish errors.
+
+    With a ``control`` (the bridge's runs), the emulator plays or is stepped, and the frames
+    still in its queue are let out before the end (they count as sent); without one, the
+    floor publisher ``source`` plays its schedule.
+    """
+    publish_errors = None
+    wall_start = time.monotonic()
+    if control is not None and drive == 'lockstep':
+        if floor is not None:
+            floor.send('play')
+        _drive_steps(control, rate, seconds, floor)
+        wall_s = time.monotonic() - wall_start
+        emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
+        if floor is not None:
+            floor.send('end')
+            floor.expect('PLAYED', START_TIMEOUT_S)
+    elif control is not None:
+        reply = control.request('set_state', state=1)
+        if not reply.get('ok'):
+            raise RuntimeError(f'set_state 1 failed: {reply}')
+        if floor is not None:
+            floor.send('play')
+        time.sleep(seconds)
+        control.request('set_state', state=2)
+        wall_s = time.monotonic() - wall_start
+        emulator.ask('drain', ('DRAINED',), DRAIN_TIMEOUT_S + 5.0)
+        if floor is not None:
+            floor.expect('PLAYED', seconds + START_TIMEOUT_S)
+    else:
+        source.send('play')
+        played = source.expect('PLAYED', seconds + START_TIMEOUT_S)
+        wall_s = time.monotonic() - wall_start
+        publish_errors = int(played.rsplit('=', 1)[1])
+    return wall_s, publish_errors
+
+
+def _delivery(pub_record: str, sub_record: str,
+              beside_record: str | None) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """
+    Read a run's records back: the delivery figures, what was sent, the subscriber's record.
+
+    Frames the simulator's queue dropped count as lost on their topics; ``beside_record``:
+    the floor beside the bridge, whose figures go under ``floor_beside``.
+    """
+    with open(pub_record, encoding='utf-8') as stream:
+        sent = json.load(stream)
+    with open(sub_record, encoding='utf-8') as stream:
+        sub = json.load(stream)
+    received, beside_received = split_beside(sub['received'])
+    result = topic_figures(sent, received)
+    if os.path.exists(queue_drops_path(pub_record)):
+        with open(queue_drops_path(pub_record), encoding='utf-8') as stream:
+            add_queue_drops(result['topics'], json.load(stream))
+    if beside_record is not None:
+        with open(beside_record, encoding='utf-8') as stream:
+            beside_sent = json.load(stream)
+        result['floor_beside'] = topic_figures(beside_sent, beside_received, SMALL_TOPICS)
+    result['bridge_diagnostics'] = _diagnostic_figures(sub.get('diagnostics', []))
+    return result, sent, sub
 
 
 def cpu_per_message(topics: dict[str, Any], cpu_s: float) -> dict[str, Any]:

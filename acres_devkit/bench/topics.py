@@ -9,9 +9,9 @@ records and the subscriber's.
 """
 
 from collections.abc import Mapping
-import struct
 from typing import Any
 
+from acres_bridge.conversions.cdr import time_nanoseconds
 
 NAMESPACE = '/polaris'
 PHYSICS_HZ = 120
@@ -57,7 +57,6 @@ BESIDE_FRAMES = (2, 3, 6)
 # The payload bytes of one Polaris cloud and image (1800 x 32 points of 16 bytes, 896 x 512
 # BGR pixels): what "per MB" counts, the same for the bridge (received) and the floor (sent).
 PAYLOAD_BYTES = {'lidar/points': 1800 * 32 * 16, 'camera/image_raw': 896 * 512 * 3}
-_STAMP = struct.Struct('<iI')   # builtin_interfaces/Time after the 4-byte CDR encapsulation
 
 
 def stamp_key(stamp_s: float) -> int:
@@ -67,7 +66,7 @@ def stamp_key(stamp_s: float) -> int:
 
 def cdr_stamp_key(data: bytes) -> int:
     """Return the key of the first Time in a serialised message (Header.stamp, Clock.clock)."""
-    sec, nanosec = _STAMP.unpack_from(data, 4)
+    sec, nanosec = divmod(time_nanoseconds(data), 1_000_000_000)
     return sec * 1_000_000 + round(nanosec / 1000)
 
 
