@@ -45,6 +45,7 @@ import time
 from acres_bridge.conversions.cdr import time_nanoseconds
 from acres_devkit import two_hosts
 from acres_devkit.bench import two_hosts as two_host_bench
+from acres_devkit.bench.harness import percentile
 from acres_devkit.environment import claim_domain_id
 
 AGENT = 'polaris'
@@ -187,7 +188,6 @@ def sample_timelines(datagrams: Iterable[tuple[int, str, bytes]], publisher: str
 
 
 def _percentiles(values: list[float]) -> str:
-    from acres_devkit.bench.two_hosts import percentile
     if not values:
         return 'none'
     return ' / '.join(f'{percentile(values, share):.2f}' for share in (.1, .5, .9))

@@ -30,6 +30,12 @@ WHEELS_BOOTSTRAPPED = '_ROS_WHEELS_BOOTSTRAP_COMPLETE'
 START_TIMEOUT_S = 60.0
 
 
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Return the value at ``fraction`` of the sorted values (index ``int(n * fraction)``)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else None
+
+
 class Commands:
     """Read command lines from stdin on a thread (the harness drives its children this way)."""
 

@@ -54,6 +54,7 @@ from acres_bridge.runtime import dds
 from acres_devkit.bench.harness import Child
 from acres_devkit.bench.harness import Commands
 from acres_devkit.bench.harness import dds_env
+from acres_devkit.bench.harness import percentile
 from acres_devkit.bench.harness import say
 from acres_devkit.bench.roles import floor_messages
 from acres_devkit.bench.roles import is_due
@@ -82,11 +83,6 @@ def vehicles_of(agents: int) -> tuple[str, ...]:
 def step_topics(agents: Sequence[str]) -> list[str]:
     """Every topic a reader of the step reads: /clock and each agent's."""
     return ['/clock'] + [f'/{agent}/{topic}' for agent in agents for topic in AGENT_TOPICS]
-
-
-def percentile(values: Sequence[float], fraction: float) -> float | None:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else None
 
 
 def round_trip_figures(round_trips: Sequence[float], steps: int, wall_s: float) -> dict:

@@ -46,6 +46,7 @@ import time
 
 from acres_bridge.runtime import dds
 from acres_devkit import two_hosts
+from acres_devkit.bench.harness import percentile
 from acres_devkit.bench.harness import ROOT
 from acres_devkit.environment import claim_domain_id
 
@@ -154,13 +155,6 @@ def _cpu_s(host: two_hosts.Host) -> float:
         except psutil.NoSuchProcess:
             pass
     return total
-
-
-def percentile(values: list[float], fraction: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def run_once(config: str, rate: float, seconds: float, mtu: int | None,
