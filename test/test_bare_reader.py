@@ -14,11 +14,12 @@ import os
 import sys
 
 import pytest
-from support.ros2_tools import Background
-from support.tools import TOOLS
+
+from acres_devkit.ros2_tools import Background
 
 pytestmark = pytest.mark.ros
-BARE_READER = os.path.join(TOOLS, 'bare_reader.py')
+BARE_READER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'tools',
+                           'bare_reader.py')
 
 
 def test_the_bare_reader_counts_every_message_of_each_topic(ros_context):

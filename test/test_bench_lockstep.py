@@ -2,17 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-A short run of tools/bench_lockstep.py: the simulator alone, the bridge and the DDS floor.
+A short run of tools/bench_lockstep.py's benchmark (acres_devkit.bench.lockstep): the simulator
+alone, the bridge and the DDS floor.
 
 The harness, not the speed: no timing is asserted. Two agents, one subscriber process, ten
 1-step service calls on each side, stock Fast DDS, on a DDS domain of this file's own.
 """
 
-import sys
-
 import pytest
-from support.environment import claim_domain_id
-from support.tools import load_tool
+
+from acres_devkit.environment import claim_domain_id
 
 pytestmark = pytest.mark.ros
 
@@ -20,9 +19,8 @@ pytestmark = pytest.mark.ros
 @pytest.fixture(scope='module')
 def bench_lockstep():
     pytest.importorskip('rclpy')
-    # bench_lockstep imports its neighbour as ``benchmark``, as when it runs from tools/.
-    sys.modules.setdefault('benchmark', load_tool('benchmark'))
-    return load_tool('bench_lockstep')
+    from acres_devkit.bench import lockstep
+    return lockstep
 
 
 def test_one_combination_measures_all_three_sides_and_where_the_time_goes(

@@ -1,15 +1,20 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Tests of tools/bench_session.py's figures: the floor beside a session and CPU per message."""
+"""
+Tests of tools/bench_session.py's figures (acres_devkit.bench.session).
+
+The floor beside a session and CPU per message.
+"""
 
 import pytest
-from support.tools import load_tool
+
+from acres_devkit.bench import session
 
 
 @pytest.fixture(scope='module')
 def bench_session():
-    return load_tool('bench_session')
+    return session
 
 
 def test_the_floor_beside_is_matched_by_stamp_per_topic(bench_session):

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-A short run of tools/benchmark.py with stock Fast DDS: it produces figures, and the bridge loses
-nothing at real time.
+A short run of tools/benchmark.py's benchmark (acres_devkit.bench.sensor) with stock Fast DDS:
+it produces figures, and the bridge loses nothing at real time.
 
 The harness, not the speed: no timing is asserted. Emulator, sensor_bridge, floor publisher
 and subscriber each run in their own process on a DDS domain of this file's own, with nothing
@@ -18,14 +18,25 @@ import os
 import sys
 
 import pytest
-from support.environment import claim_domain_id
-from support.tools import load_tool
+
+from acres_devkit.bench.harness import WHEELS_BOOTSTRAPPED
+from acres_devkit.bench.report import two_host_comparison
+from acres_devkit.bench.report import write_markdown
+from acres_devkit.bench.report import write_plot
+from acres_devkit.bench.sensor import add_queue_drops
+from acres_devkit.bench.sensor import compare_runs
+from acres_devkit.bench.sensor import run_benchmark
+from acres_devkit.bench.sensor import two_host_envs
+from acres_devkit.bench.topics import cdr_stamp_key
+from acres_devkit.bench.topics import PAYLOAD_BYTES
+from acres_devkit.bench.topics import SMALL_TOPICS
+from acres_devkit.bench.topics import stamp_key
+from acres_devkit.bench.topics import SUBSCRIBER_VARIANTS
+from acres_devkit.bench.topics import TOPICS
+from acres_devkit.bench.topics import variant_label
+from acres_devkit.environment import claim_domain_id
 
 pytestmark = pytest.mark.ros
-
-
-def _benchmark_module():
-    return load_tool('benchmark')
 
 
 @pytest.fixture(scope='module')
@@ -33,36 +44,32 @@ def report(tmp_path_factory):
     pytest.importorskip('rclpy')
     pytest.importorskip('psutil')
     import acres_bridge.nodes.sensor_bridge  # noqa: F401  (missing: a failure, not a skip)
-    benchmark = _benchmark_module()
     work_dir = tmp_path_factory.mktemp('benchmark')
-    result = benchmark.run_benchmark(rates=[1.0], configs=['stock'], seconds=2.0,
-                                     drives=['play', 'lockstep'], domain_id=claim_domain_id(),
-                                     work_dir=str(work_dir), floor_beside=True,
-                                     log=lambda text: None)
-    return benchmark, result, work_dir
+    result = run_benchmark(rates=[1.0], configs=['stock'], seconds=2.0,
+                           drives=['play', 'lockstep'], domain_id=claim_domain_id(),
+                           work_dir=str(work_dir), floor_beside=True, log=lambda text: None)
+    return result, work_dir
 
 
 def test_cdr_stamp_key_reads_the_header_stamp_of_a_serialised_message():
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import Imu
-    benchmark = _benchmark_module()
     message = Imu()
     message.header.stamp.sec, message.header.stamp.nanosec = 12, 341_666_667
     message.header.frame_id = 'base_footprint'
-    assert benchmark.cdr_stamp_key(serialize_message(message)) == benchmark.stamp_key(
+    assert cdr_stamp_key(serialize_message(message)) == stamp_key(
         12.341666667)
 
 
 def test_frames_the_simulators_queue_dropped_are_lost_on_every_topic_of_their_type():
     """A cloud the emulator never sent (its queue over 96 MiB) is a cloud the bridge lost."""
-    benchmark = _benchmark_module()
     topics = {
         'lidar/points': {'sent': 90, 'delivered': 90, 'lost': 0, 'loss_pct': 0.0},
         'camera/image_raw': {'sent': 100, 'delivered': 99, 'lost': 1, 'loss_pct': 1.0},
         'camera/camera_info': {'sent': 100, 'delivered': 100, 'lost': 0, 'loss_pct': 0.0},
         '/clock': {'sent': 1200, 'delivered': 1200, 'lost': 0, 'loss_pct': 0.0},
     }
-    benchmark._add_queue_drops(topics, {'4': 10, '5': 3, '2': 0})
+    add_queue_drops(topics, {'4': 10, '5': 3, '2': 0})
     assert topics['lidar/points'] == {'sent': 100, 'delivered': 90, 'lost': 10,
                                       'loss_pct': 10.0, 'dropped_at_source': 10}
     assert topics['camera/image_raw'] == {'sent': 103, 'delivered': 99, 'lost': 4,
@@ -72,12 +79,12 @@ def test_frames_the_simulators_queue_dropped_are_lost_on_every_topic_of_their_ty
 
 
 def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_nothing(report):
-    benchmark, result, _ = report
+    result, _ = report
     runs = {(run['mode'], run['drive']): run for run in result['runs']}
     assert set(runs) == {(mode, drive) for mode in ('bridge', 'floor')
                          for drive in ('play', 'lockstep')}
     for (mode, drive), run in runs.items():
-        for topic in benchmark.TOPICS:
+        for topic in TOPICS:
             figures = run['topics'][topic]
             if topic == 'step_barrier' and drive == 'play':
                 assert figures['sent'] == 0, (mode, topic)     # barriers end step requests
@@ -92,24 +99,24 @@ def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_
                 assert figures['unmatched'] == 0, (drive, topic)
         # Every small topic is also read reliable and best effort, keep-last 1, 10 and 1000.
         for topic in ('/clock', 'ins/imu'):
-            for reliability, depth in benchmark.SUBSCRIBER_VARIANTS:
-                label = benchmark.variant_label(topic, reliability, depth)
+            for reliability, depth in SUBSCRIBER_VARIANTS:
+                label = variant_label(topic, reliability, depth)
                 assert run['topics'][label]['sent'] == run['topics'][topic]['sent'], label
                 assert run['topics'][label]['delivered'] > 0, (mode, drive, label)
         assert run['topics']['ins/imu']['sent'] == run['topics']['ins/fix']['sent']
         assert run['cpu_s_per_sim_s'] is not None and run['cpu_s_per_sim_s'] > 0
         # One message per topic and frame: the per-message figures count those of the plain
         # topics, and a MB is the cloud and image payload sent.
-        assert run['messages'] == sum(run['topics'][topic]['sent'] for topic in benchmark.TOPICS)
+        assert run['messages'] == sum(run['topics'][topic]['sent'] for topic in TOPICS)
         assert run['cpu_us_per_message'] > 0 and run['cpu_ms_per_mb'] > 0, mode
         assert run['payload_mb'] == round(sum(
             run['topics'][topic]['sent'] * size
-            for topic, size in benchmark.PAYLOAD_BYTES.items()) / 1e6, 1)
+            for topic, size in PAYLOAD_BYTES.items()) / 1e6, 1)
         assert run['rss_mb_max'] is not None and run['rss_mb_max'] > 0
     # The floor beside the bridge: clock, INS and barrier only, read on its own topics.
     for drive in ('play', 'lockstep'):
         beside = runs[('bridge', drive)]['floor_beside']['topics']
-        assert set(label.partition('@')[0] for label in beside) == set(benchmark.SMALL_TOPICS)
+        assert set(label.partition('@')[0] for label in beside) == set(SMALL_TOPICS)
         for label, figures in beside.items():
             if label.startswith('step_barrier') and drive == 'play':
                 assert figures['sent'] == 0, label
@@ -132,7 +139,7 @@ def test_a_short_run_at_real_time_measures_both_publishers_and_the_bridge_loses_
 
 
 def test_each_run_names_the_fast_dds_its_subscriber_loaded(report):
-    _, result, _ = report
+    result, _ = report
     for run in result['runs']:
         assert run['subscriber_fast_dds'].startswith('Fast DDS ')
         assert run['subscriber_fast_dds'] == run['fast_dds']
@@ -140,41 +147,36 @@ def test_each_run_names_the_fast_dds_its_subscriber_loaded(report):
 
 def test_host_b_can_run_from_another_distributions_prefix(monkeypatch, tmp_path):
     """Its processes then set up their own libraries, as a Python of that prefix does."""
-    benchmark = _benchmark_module()
-    monkeypatch.setenv(benchmark.WHEELS_BOOTSTRAPPED, '1')
+    monkeypatch.setenv(WHEELS_BOOTSTRAPPED, '1')
     monkeypatch.setenv('LD_LIBRARY_PATH', os.path.join(sys.prefix, 'lib'))
     other = str(tmp_path / 'other-prefix')
-    env_a, env_b = benchmark.two_host_envs('own', 7, None, sys.prefix, str(tmp_path),
-                                           prefix_b=other)
+    env_a, env_b = two_host_envs('own', 7, None, sys.prefix, str(tmp_path), prefix_b=other)
     assert env_a['LD_LIBRARY_PATH'] == os.path.join(sys.prefix, 'lib')
-    assert 'LD_LIBRARY_PATH' not in env_b and benchmark.WHEELS_BOOTSTRAPPED not in env_b
+    assert 'LD_LIBRARY_PATH' not in env_b and WHEELS_BOOTSTRAPPED not in env_b
     for env in (env_a, env_b):
         assert env['ROS_AUTOMATIC_DISCOVERY_RANGE'] == 'SUBNET' and env['ROS_DOMAIN_ID'] == '7'
-    assert benchmark.two_host_envs('own', 7, None, sys.prefix, str(tmp_path)) == (env_a, env_a)
+    assert two_host_envs('own', 7, None, sys.prefix, str(tmp_path)) == (env_a, env_a)
 
 
 def test_the_two_host_profile_can_be_host_bs_alone(tmp_path):
     """``two_hosts_profile_b``: the autonomy computer loads the profile, the simulator's not."""
     from acres_bridge.runtime import dds
-    benchmark = _benchmark_module()
     profile = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            'config', 'fastdds_two_hosts.xml')
     for fast_dds, variable in ((dds.FastDds(2, 14, 'jazzy'), 'FASTRTPS_DEFAULT_PROFILES_FILE'),
                                (dds.FastDds(3, 2, 'kilted'), 'FASTDDS_DEFAULT_PROFILES_FILE')):
-        env_a, env_b = benchmark.two_host_envs('two_hosts_profile_b', 7, fast_dds, sys.prefix,
-                                               str(tmp_path))
+        env_a, env_b = two_host_envs('two_hosts_profile_b', 7, fast_dds, sys.prefix,
+                                     str(tmp_path))
         assert env_b[variable] == profile and os.path.isfile(profile)
         assert not any(name in env_a for name in dds.PROFILE_VARIABLES.values())
     # On both hosts: the variable of this Python's Fast DDS, as every process of the run has.
     variable = dds.profile_variable(dds.find_fast_dds())
-    both = benchmark.two_host_envs('two_hosts_profile', 7, dds.find_fast_dds(), sys.prefix,
-                                   str(tmp_path))
+    both = two_host_envs('two_hosts_profile', 7, dds.find_fast_dds(), sys.prefix, str(tmp_path))
     assert all(env[variable] == profile for env in both)
 
 
 def test_across_the_link_a_cloud_is_judged_by_when_the_subscriber_took_it():
     """Fast DDS 3.x stamps a fragmented cloud's reception at its first fragment, 2.x its last."""
-    benchmark = _benchmark_module()
 
     def run(hosts: int, stamped_ms: float, taken_ms: float) -> dict:
         cloud = {'sent': 100, 'delivered': 100, 'lost': 0, 'latency_p50_ms': stamped_ms,
@@ -182,25 +184,25 @@ def test_across_the_link_a_cloud_is_judged_by_when_the_subscriber_took_it():
         return {'hosts': hosts, 'mode': 'bridge', 'config': 'own', 'rate': 1.0,
                 'topics': {'lidar/points': cloud}}
     one_host, across = run(1, 2.0, 4.0), run(2, 3.0, 12.0)
-    across['vs_one_host'] = benchmark._ratios(across, one_host)
-    [line] = benchmark.two_host_comparison([across, one_host])
+    across['vs_one_host'] = compare_runs(across, one_host)
+    [line] = two_host_comparison([across, one_host])
     assert across['vs_one_host']['lidar/points']['take_latency_p50_ratio'] == 3.0
     assert 'cloud p50 taken 12.0 ms, x3.0 the one-host' in line
     assert '(stamped 3.0 ms, x1.5)' in line
     floor = run(2, 1.0, 9.0)
     floor['mode'] = 'floor'
-    across['vs_floor'] = benchmark._ratios(across, floor)
-    [line] = benchmark.two_host_comparison([across, floor, one_host])
+    across['vs_floor'] = compare_runs(across, floor)
+    [line] = two_host_comparison([across, floor, one_host])
     assert 'cloud p50 taken 12.0 ms, +3.0 over the floor across the link, x3.0' in line
 
 
 def test_the_report_is_written_as_json_markdown_and_png(report):
-    benchmark, result, work_dir = report
+    result, work_dir = report
     base = os.path.join(work_dir, 'smoke')
     with open(base + '.json', 'w', encoding='utf-8') as stream:
         json.dump(result, stream)
-    benchmark.write_markdown(result, base + '.md', 'smoke.png')
-    benchmark.write_plot(result, base + '.png')
+    write_markdown(result, base + '.md', 'smoke.png')
+    write_plot(result, base + '.png')
     with open(base + '.md', encoding='utf-8') as stream:
         text = stream.read()
     assert f"{result['machine']['cores']} cores" in text

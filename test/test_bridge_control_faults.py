@@ -20,11 +20,12 @@ from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import GetSimulatorFeatures
 from simulation_interfaces.srv import SpawnEntity
-from support.ports import free_port
 from support.sim_control_graph import connected_graph
 from support.sim_control_graph import ControlGraph
 from support.sim_control_graph import ScriptedSimulator
 from support.sim_control_graph import wait_for
+
+from acres_devkit.ports import free_port
 
 
 pytestmark = pytest.mark.ros

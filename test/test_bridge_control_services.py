@@ -32,12 +32,12 @@ from simulation_interfaces.srv import GetEntityInfo
 from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import SpawnEntities
 from simulation_interfaces.srv import SpawnEntity
-from support.ports import free_port
 from support.sim_control_graph import ControlGraph
 from support.sim_control_graph import graph_fixtures
 from support.sim_control_graph import Requests
 
 from acres_bridge.conversions.simulation import detect_shape
+from acres_devkit.ports import free_port
 
 pytestmark = pytest.mark.ros
 

@@ -25,7 +25,6 @@ from support.emulator_probe import connect_stream
 from support.emulator_probe import JsonChannel
 from support.emulator_probe import read_frame
 from support.emulator_probe import read_until_barrier
-from support.ports import free_port
 from support.sensor_bridge_graph import AGENT_TOPICS
 from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
@@ -46,6 +45,7 @@ from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.sensors.sensor_node import LARGE_DEPTH
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 from acres_bridge.sensors.sensor_node import SMALL_DEPTH
+from acres_devkit.ports import free_port
 
 pytestmark = pytest.mark.ros
 F = InsField

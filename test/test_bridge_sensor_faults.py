@@ -19,7 +19,6 @@ import threading
 import pytest
 from rclpy.parameter import Parameter
 from support.emulator_probe import JsonChannel
-from support.ports import free_port
 from support.sensor_bridge_graph import AGENT_TOPICS
 from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
@@ -33,6 +32,7 @@ from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.runtime.parameters import ParameterError
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
+from acres_devkit.ports import free_port
 
 pytestmark = pytest.mark.ros
 TOPICS = {**AGENT_TOPICS, **GLOBAL_TOPICS}

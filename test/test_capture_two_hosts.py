@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-tools/capture_two_hosts.py reads a capture of host B's end of the link: RTPS fragments in IP
-fragments, repairs, NACK_FRAGs, and the header stamp of a message's first fragment.
+tools/capture_two_hosts.py (acres_devkit.bench.capture_two_hosts) reads a capture of host B's
+end of the link: RTPS fragments in IP fragments, repairs, NACK_FRAGs, and the header stamp of
+a message's first fragment.
 
 The capture here is written by the test (a nanosecond pcap, 256 bytes kept per packet, as the
 tool's tcpdump keeps), so every time in it is known.
@@ -12,7 +13,8 @@ tool's tcpdump keeps), so every time in it is known.
 import struct
 
 import pytest
-from support.tools import load_tool
+
+from acres_devkit.bench import capture_two_hosts
 
 WRITER = bytes.fromhex('00006b03')
 READER = bytes.fromhex('00006b04')
@@ -23,7 +25,7 @@ STAMP_NS = 2_100_000_110
 
 
 def _tool():
-    return load_tool('capture_two_hosts')
+    return capture_two_hosts
 
 
 def _rtps(*submessages: bytes) -> bytes:

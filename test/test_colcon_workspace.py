@@ -28,11 +28,12 @@ import threading
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from support.ports import free_ports
 from support.readme import readme_command
-from support.ros2_tools import assert_clean_exit
-from support.ros2_tools import Background
-from support.ros2_tools import run
+
+from acres_devkit.ports import free_ports
+from acres_devkit.ros2_tools import assert_clean_exit
+from acres_devkit.ros2_tools import Background
+from acres_devkit.ros2_tools import run
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools, pytest.mark.colcon,

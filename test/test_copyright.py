@@ -8,7 +8,7 @@ import re
 
 ROOT = Path(__file__).resolve().parent.parent
 # test/data holds the seed's own reader example, kept verbatim.
-SOURCE_DIRS = ('acres_bridge', 'launch', 'test', 'tools')
+SOURCE_DIRS = ('acres_bridge', 'acres_devkit', 'launch', 'test', 'tools')
 EXCLUDED = (ROOT / 'test' / 'data',)
 # The two lines, in the comment syntax of the file, within its first lines (after a shebang
 # or an XML declaration).

@@ -37,12 +37,10 @@ import pytest
 from support import user_profiles
 from support.user_profiles import write_transports_only
 
+from acres_bridge.runtime import dds
+from acres_devkit import dds_environment
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from acres_bridge.runtime import dds  # noqa: E402
-
 PROFILE_NAMES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
                  'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTDDS_BUILTIN_TRANSPORTS')
 START_TIMEOUT_S = 60.0
@@ -307,9 +305,9 @@ def test_discovery_is_kept_local_with_the_variables_each_distribution_reads():
     kilted, jazzy, humble = dds.FastDds(3, 2, ''), dds.FastDds(2, 14, ''), dds.FastDds(2, 6, '')
     user = {'ROS_LOCALHOST_ONLY': '1', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET', 'HOME': '/h'}
     for version in (kilted, jazzy):     # Jazzy warns of the old variable, Kilted ignores it
-        assert dds.keep_discovery_local(dict(user), version) == {
+        assert dds_environment.keep_discovery_local(dict(user), version) == {
             'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'HOME': '/h'}
-    assert dds.keep_discovery_local(dict(user), humble) == {
+    assert dds_environment.keep_discovery_local(dict(user), humble) == {
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST', 'ROS_LOCALHOST_ONLY': '1', 'HOME': '/h'}
 
 

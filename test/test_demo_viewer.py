@@ -32,8 +32,6 @@ from sensor_msgs.msg import Imu
 from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
-from support.environment import claim_domain_id
-from support.environment import local_discovery
 from tf2_msgs.msg import TFMessage
 
 from acres_bridge.conversions.tf import hello_to_static_transforms
@@ -52,6 +50,8 @@ from acres_bridge.demo.viewer import format_table
 from acres_bridge.demo.viewer import TopicStats
 from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.protocol.hello import parse_hello
+from acres_devkit.environment import claim_domain_id
+from acres_devkit.environment import local_discovery
 
 ROOT = Path(__file__).resolve().parents[1]
 HELLO = parse_hello((ROOT / 'test' / 'data' / 'hello_polaris.json').read_bytes())

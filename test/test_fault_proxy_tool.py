@@ -12,16 +12,16 @@ for, and the proxy ends on Ctrl-C with exit 0.
 import socket
 
 import pytest
-from support.ros2_tools import assert_clean_exit
-from support.ros2_tools import Background
-from support.ros2_tools import PACKAGE
-from support.ros2_tools import run
 
 from acres_bridge.emulator.fault_tool import parse_fault
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.stream import FrameReader
+from acres_devkit.ros2_tools import assert_clean_exit
+from acres_devkit.ros2_tools import Background
+from acres_devkit.ros2_tools import PACKAGE
+from acres_devkit.ros2_tools import run
 
 
 def test_fault_specs_name_the_action_its_target_and_its_options():

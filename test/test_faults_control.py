@@ -16,12 +16,12 @@ import threading
 import time
 
 import pytest
-from support.ports import free_port
 
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
+from acres_devkit.ports import free_port
 
 WAIT_S = 10.0
 EMULATOR = {'drive': 'hold', 'render_every': 10, 'lockstep': True}

@@ -24,12 +24,12 @@ from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
-from support.ports import free_port
 from support.sim_control_graph import ControlGraph
 from support.sim_control_graph import wait_for
 from support.sim_control_graph import wait_future
 
 from acres_bridge.emulator.faults import FaultProxy
+from acres_devkit.ports import free_port
 
 pytestmark = pytest.mark.ros
 

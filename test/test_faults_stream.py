@@ -18,7 +18,6 @@ import time
 import tracemalloc
 
 import pytest
-from support.ports import free_port
 from support.waiting import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
@@ -31,6 +30,7 @@ from acres_bridge.protocol.limits import LIDAR_POINT_STEP
 from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.stream import FrameReader
 from acres_bridge.protocol.stream import SensorStreamClient
+from acres_devkit.ports import free_port
 
 WAIT_S = 10.0
 EMULATOR = {'drive': 'hold', 'render_every': 10}

@@ -13,6 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_flake8_finds_nothing():
     result = subprocess.run(
         [sys.executable, '-m', 'flake8', '--config', 'setup.cfg',
-         'setup.py', 'acres_bridge', 'launch', 'test', 'tools'],
+         'setup.py', 'acres_bridge', 'acres_devkit', 'launch', 'test', 'tools'],
         cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, f'flake8 found:\n{result.stdout}{result.stderr}'

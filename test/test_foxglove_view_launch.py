@@ -18,11 +18,12 @@ from sensor_msgs.msg import Image
 from sensor_msgs.msg import PointCloud2
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
-from support.ports import free_ports
-from support.ros2_tools import assert_clean_exit
-from support.ros2_tools import Background
-from support.ros2_tools import PACKAGE
-from support.ros2_tools import stop_daemon
+
+from acres_devkit.ports import free_ports
+from acres_devkit.ros2_tools import assert_clean_exit
+from acres_devkit.ros2_tools import Background
+from acres_devkit.ros2_tools import PACKAGE
+from acres_devkit.ros2_tools import stop_daemon
 
 pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 TOPICS = ('/clock', '/polaris/lidar/points', '/polaris/camera/image_raw')

@@ -5,9 +5,9 @@
 
 import socket
 
-from support.ports import free_port
-from support.ports import free_ports
-from support.ports import unassigned_ports
+from acres_devkit.ports import free_port
+from acres_devkit.ports import free_ports
+from acres_devkit.ports import unassigned_ports
 
 
 def test_free_ports_are_distinct_bindable_and_above_the_ephemeral_range():

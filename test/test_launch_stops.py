@@ -14,8 +14,9 @@ tools/stop_loop.py runs the long rows and prints their figures.
 import os
 
 import pytest
-from support.launch_stops import CASES
-from support.launch_stops import stop_once
+
+from acres_devkit.launch_stops import CASES
+from acres_devkit.launch_stops import stop_once
 
 pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 STOPS = int(os.environ.get('ACRES_LAUNCH_STOPS', '3'))

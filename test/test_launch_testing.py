@@ -15,9 +15,10 @@ from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from support.ports import free_ports
-from support.ros2_tools import ROOT
-from support.ros2_tools import run
+
+from acres_devkit.ports import free_ports
+from acres_devkit.ros2_tools import ROOT
+from acres_devkit.ros2_tools import run
 
 pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 LAUNCH_TESTS = ROOT / 'test' / 'launch_tests'

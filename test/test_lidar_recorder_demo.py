@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import pytest
-from support.environment import claim_domain_id
 
 from acres_bridge.dataset import LidarSet
+from acres_devkit.environment import claim_domain_id
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[1]

@@ -94,9 +94,8 @@ def _test_code() -> list[pathlib.Path]:
 
 
 def _test_helpers() -> set[str]:
-    """Return the modules a test may import from the tree: test/, its support and tools/."""
-    return ({path.stem for path in (ROOT / 'test').glob('*.py')} | {'support'}
-            | {path.stem for path in (ROOT / 'tools').glob('*.py')})
+    """Return the modules a test may import from the tree: test/, its support, the devkit."""
+    return {path.stem for path in (ROOT / 'test').glob('*.py')} | {'support', 'acres_devkit'}
 
 
 def _missing(found: dict[str, set[str]], keys: set[str], resolved: Resolution) -> list[str]:

@@ -1,10 +1,11 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
-"""Tests of tools/perf_split.py: a perf report split into layers and threads (no perf run)."""
+"""Tests of acres_devkit.bench.perf_split: a perf report split by layer and thread (no perf)."""
 
 import pytest
-from support.tools import load_tool
+
+from acres_devkit.bench import perf_split as perf_split_module
 
 REPORT = '''\
 # Samples: 1K of event 'cpu-clock:ppp'
@@ -27,7 +28,7 @@ REPORT = '''\
 
 @pytest.fixture(scope='module')
 def perf_split():
-    return load_tool('perf_split')
+    return perf_split_module
 
 
 def test_samples_are_summed_by_layer(perf_split):

@@ -17,7 +17,8 @@ import subprocess
 import sys
 
 import pytest
-from support.environment import ros_distro
+
+from acres_devkit.environment import ros_distro
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = Path(sys.prefix)

@@ -14,11 +14,11 @@ import threading
 import time
 
 from rclpy.parameter import Parameter
-from support.ports import free_port
 
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.stream import SensorStreamClient
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
+from acres_devkit.ports import free_port
 
 WAIT_S = 10.0
 

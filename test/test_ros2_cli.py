@@ -18,18 +18,19 @@ from importlib import metadata
 import re
 
 import pytest
-from support.ports import free_ports
-from support.ros2_tools import assert_clean_exit
-from support.ros2_tools import Background
-from support.ros2_tools import PACKAGE
-from support.ros2_tools import param_list
-from support.ros2_tools import PREFIX
-from support.ros2_tools import run
-from support.ros2_tools import start_daemon
-from support.ros2_tools import stop_daemon
-from support.ros2_tools import wait_for_nodes
 from support.waiting import call_across_processes
 import yaml
+
+from acres_devkit.ports import free_ports
+from acres_devkit.ros2_tools import assert_clean_exit
+from acres_devkit.ros2_tools import Background
+from acres_devkit.ros2_tools import PACKAGE
+from acres_devkit.ros2_tools import param_list
+from acres_devkit.ros2_tools import PREFIX
+from acres_devkit.ros2_tools import run
+from acres_devkit.ros2_tools import start_daemon
+from acres_devkit.ros2_tools import stop_daemon
+from acres_devkit.ros2_tools import wait_for_nodes
 
 pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 # ros2 param get/dump: wait this long for the node to be discovered.

@@ -19,18 +19,18 @@ import signal
 import socket
 
 import pytest
-from support.ports import free_ports
-from support.ros2_tools import assert_clean_exit
-from support.ros2_tools import Background
-from support.ros2_tools import PACKAGE
-from support.ros2_tools import param_list
-from support.ros2_tools import run
-from support.ros2_tools import start_daemon
-from support.ros2_tools import stop_daemon
-from support.ros2_tools import wait_for_nodes
 import yaml
 
 from acres_bridge.dataset import LidarSet
+from acres_devkit.ports import free_ports
+from acres_devkit.ros2_tools import assert_clean_exit
+from acres_devkit.ros2_tools import Background
+from acres_devkit.ros2_tools import PACKAGE
+from acres_devkit.ros2_tools import param_list
+from acres_devkit.ros2_tools import run
+from acres_devkit.ros2_tools import start_daemon
+from acres_devkit.ros2_tools import stop_daemon
+from acres_devkit.ros2_tools import wait_for_nodes
 
 pytestmark = [pytest.mark.ros, pytest.mark.ros2_tools]
 PARAM = ['--timeout', '10']

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-The one gate of the tests that need the ros2 tools (support/ros2_tools.require_tooling).
+The one gate of the tests that need the ros2 tools (acres_devkit/ros2_tools.require_tooling).
 
 A prefix without the tools skips them with one reason that names the fix; CI (``CI=true``), a
 run that named the tools' folder and a prefix made with them fail instead, so that a missing
@@ -15,7 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from support import ros2_tools
+
+from acres_devkit import ros2_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +89,7 @@ def test_the_marker_skips_before_the_fixtures(tmp_path: Path) -> None:
            if key not in ('CI', ros2_tools.TOOLING_VARIABLE)}
     env['PYTHONPATH'] = str(ROOT / 'test')
     # The run's gate looks at an empty prefix; test/conftest.py is loaded as a plugin.
-    script = ('import sys, pytest; from support import ros2_tools; '
+    script = ('import sys, pytest; from acres_devkit import ros2_tools; '
               f'ros2_tools.PREFIX = ros2_tools.Path({str(tmp_path)!r}); '
               'ros2_tools.ENV_SCRIPT = ros2_tools.PREFIX / "setup.bash"; '
               'sys.exit(pytest.main(["-q", "-rs", "-p", "no:cacheprovider", "-p", "conftest", '

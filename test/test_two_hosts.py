@@ -6,7 +6,7 @@ Two machines: the simulator's host (A) and the autonomy computer (B), joined by 
 
 Host A runs the emulator of one Polaris and the real ``acres_bridge`` executable; host B runs
 clients (test/two_host_client.py) and the real ros2 commands, all with stock Fast DDS and
-discovery on the link's subnet (support.two_hosts). A client on A, the same program, is the
+discovery on the link's subnet (acres_devkit.two_hosts). A client on A, the same program, is the
 reference: what it receives is what the bridge published. Each test pulls the link for 5 s
 and plugs it in again. Play runs with stock Fast DDS and the default MTU, and with
 config/fastdds_two_hosts.xml on both hosts and MTU 1280; lockstep with stock Fast DDS and
@@ -22,12 +22,12 @@ import time
 
 import pytest
 from simulation_interfaces.msg import Result
-from support.environment import ros_distro
 from support.waiting import wait_until
 from test_lockstep_delivery import expected_counts
 
 from acres_bridge.emulator.server import Emulator
 from acres_bridge.runtime import dds
+from acres_devkit.environment import ros_distro
 
 pytestmark = [pytest.mark.ros]
 AGENT = 'polaris'
@@ -50,7 +50,7 @@ MTUS = [pytest.param(None, id='mtu_default'), pytest.param(1280, id='mtu_1280')]
 
 def start_session(pair, *, lockstep: bool, parameters: tuple[str, ...] = ()) -> None:
     """Start the emulator and the bridge on host A; return when the bridge has its stream."""
-    from support.two_hosts import start_bridge
+    from acres_devkit.two_hosts import start_bridge
     return start_bridge(pair.a, AGENT, start_s=START_S,
                         emulator_options=['--lockstep', '--drive', 'hold'] if lockstep else [],
                         bridge_parameters=[f'ack_timeout_s:={ACK_TIMEOUT_S}', *parameters])
@@ -58,7 +58,7 @@ def start_session(pair, *, lockstep: bool, parameters: tuple[str, ...] = ()) -> 
 
 def start_client(host, name: str, *options: str):
     """Start test/two_host_client.py on a host and wait until it says it is ready."""
-    from support.two_hosts import ClientLog
+    from acres_devkit.two_hosts import ClientLog
     log = ClientLog(host.start([sys.executable, CLIENT, name, *options], stdin=True))
     wait_until(lambda: log.update().ready, START_S, f'{name} on {host.name} ready')
     return log
@@ -354,7 +354,7 @@ def test_lockstep_from_host_b_from_its_first_step_and_across_an_outage(two_hosts
 
 
 def test_a_killed_run_s_namespaces_are_removed_at_the_next_start(two_hosts):
-    from support import two_hosts as hosts
+    from acres_devkit import two_hosts as hosts
     dead = subprocess.Popen(['true'])
     dead.wait()
     stale = f'{hosts.PREFIX}-{dead.pid}-0-a'

@@ -27,7 +27,8 @@ from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from support.environment import claim_domain_id
+
+from acres_devkit.environment import claim_domain_id
 
 ROOT = Path(__file__).resolve().parent.parent
 SIMIF2_PREFIX_VARIABLE = 'ACRES_SIMIF2_PREFIX'

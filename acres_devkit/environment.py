@@ -16,6 +16,8 @@ import tempfile
 
 from acres_bridge.runtime import dds
 
+from acres_devkit.dds_environment import keep_discovery_local
+
 
 def ros_distro() -> str:
     """
@@ -42,10 +44,10 @@ def local_discovery(environ: dict[str, str]) -> dict[str, str]:
     """
     Keep DDS discovery on this host in an environment (changed in place and returned).
 
-    The bridge's own rule (dds.keep_discovery_local). Use it for the environment of a child
-    process: ``local_discovery(dict(os.environ))``.
+    The rule of dds_environment.keep_discovery_local, for this interpreter's Fast DDS. Use it
+    for the environment of a child process: ``local_discovery(dict(os.environ))``.
     """
-    return dds.keep_discovery_local(environ, _fast_dds())
+    return keep_discovery_local(environ, _fast_dds())
 
 
 @functools.cache

@@ -22,10 +22,11 @@ import time
 from typing import Any
 
 import pytest
-from support.ports import free_ports
-from support.ros2_tools import Background
-from support.ros2_tools import PACKAGE
-from support.ros2_tools import TRACEBACK
+
+from acres_devkit.ports import free_ports
+from acres_devkit.ros2_tools import Background
+from acres_devkit.ros2_tools import PACKAGE
+from acres_devkit.ros2_tools import TRACEBACK
 
 # How long a launch may take to come up and publish, and to end after Ctrl-C (the bridge's
 # own bound is launch's sigterm_timeout of 20 s).

@@ -4,7 +4,7 @@
 """
 Print throughput and latency figures of the protocol layer (not a test: run it by hand).
 
-    PYTHONPATH=. .venv/bin/python tools/benchmark_protocol.py
+    .venv/bin/python tools/bench_protocol.py
 
 A sender process streams Polaris-sized camera and LiDAR frames to a SensorStreamClient, first
 as fast as it can, then paced at 100 Hz; a JSON-lines echo process answers ControlClient
@@ -14,23 +14,22 @@ requests from 8 threads.
 import concurrent.futures
 import json
 import multiprocessing
-import pathlib
 import socket
+import sys
 import threading
 import time
 
 import numpy as np
 
+from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.stream import SensorStreamClient
 
-HELLO = pathlib.Path(__file__).parent / 'data' / 'hello_polaris.json'
-
 
 def _sensor_sender(ports: multiprocessing.Queue, seconds: float, rate_hz: float) -> None:
-    hello = json.loads(HELLO.read_text())
+    hello = hello_layout('polaris', 'polaris')
     with socket.create_server(('127.0.0.1', 0)) as server:
         ports.put(server.getsockname()[1])
         conn, _ = server.accept()
@@ -114,7 +113,12 @@ def bench_control(threads: int, requests: int) -> None:
           f'{stats["round_trip_p50_ms"]:.2f} ms max {stats["round_trip_max_ms"]:.2f} ms')
 
 
-if __name__ == '__main__':
+def main() -> int:
     bench_sensor_stream(3.0, 0.0)
     bench_sensor_stream(3.0, 100.0)
     bench_control(8, 500)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -4,7 +4,7 @@
 """
 Print round-trip figures of sim_control (not a test: run it by hand).
 
-    ROS_DOMAIN_ID=20 PYTHONPATH=. .venv/bin/python tools/benchmark_control.py [--calls 500]
+    ROS_DOMAIN_ID=20 .venv/bin/python tools/bench_control.py [--calls 500]
 
 Three processes, as in use: the emulator (lockstep, vehicles holding still, no sensor client),
 the ``sim_control`` executable, and this one, which calls through ROS: sequential
@@ -30,6 +30,7 @@ from simulation_interfaces.srv import StepSimulation
 
 from acres_bridge.protocol.control import ControlClient
 from acres_bridge.runtime import dds
+from acres_devkit import dds_environment
 
 
 _ECHO_SERVICE = '''
@@ -76,7 +77,7 @@ def main() -> None:
     parser.add_argument('--calls', type=int, default=500)
     args = parser.parse_args()
     # DDS stays on this machine, for this process and the ones it starts.
-    dds.keep_discovery_local(os.environ, dds.find_fast_dds())
+    dds_environment.keep_discovery_local(os.environ, dds.find_fast_dds())
     os.environ.setdefault('ROS_DOMAIN_ID', '20')
     emulator = subprocess.Popen(
         [sys.executable, '-m', 'acres_bridge.emulator.server', '--control-port', '0',

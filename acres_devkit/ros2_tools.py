@@ -26,9 +26,10 @@ import threading
 import time
 
 import pytest
-from support.environment import in_ci
 
-ROOT = Path(__file__).resolve().parents[2]
+from acres_devkit.environment import in_ci
+
+ROOT = Path(__file__).resolve().parents[1]
 PREFIX = Path(sys.prefix)
 ENV_SCRIPT = PREFIX / 'setup.bash'
 TOOLING_VARIABLE = 'ACRES_ROS_TOOLING'

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from support.ros2_tools import Background
+from acres_devkit.ros2_tools import Background
 
 PREFIX = 'acres2h'
 # The Fast DDS variables that would replace its stock configuration in a host's process.
