@@ -19,7 +19,7 @@ import pytest
 from support.ports import free_port
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
 

@@ -22,11 +22,11 @@ import pytest
 from acres_bridge.emulator import server as emulator_server
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.server import Emulator
-from acres_bridge.emulator.streams import SensorStreamServer
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.emulator.stream_server import SensorStreamServer
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Names a patched resolver maps elsewhere: no lookup ever leaves the process.

@@ -64,7 +64,7 @@ from acres_bridge.emulator.server import Emulator  # noqa: E402
 from acres_bridge.protocol import frames  # noqa: E402
 from acres_bridge.protocol import hello as hello_schema  # noqa: E402
 from acres_bridge.protocol.frames import FrameType  # noqa: E402
-from acres_bridge.protocol.stream import SensorStreamClient  # noqa: E402
+from acres_bridge.protocol.stream_client import SensorStreamClient  # noqa: E402
 
 
 def decode(frame_type: int, payload: bytes, hello: hello_schema.Hello | None,

@@ -264,17 +264,17 @@ def say(text: str) -> None:
 
 def role_emulator(args: argparse.Namespace) -> int:
     """Run the emulator in lockstep; record (type, stamp key, publish time) per queued frame."""
-    from acres_bridge.emulator import streams
+    from acres_bridge.emulator import stream_server
     from acres_bridge.emulator.server import Emulator
     records: list[tuple[int, int, float]] = []
-    original = streams.encode_header
+    original = stream_server.encode_header
 
     def recording_encode_header(frame_type: int, **fields: Any) -> bytes:
         # Every queued frame's header is made here, with the publish time that goes on the wire.
         records.append((int(frame_type), stamp_key(fields['stamp_s']), fields['publish_s']))
         return original(frame_type, **fields)
 
-    streams.encode_header = recording_encode_header
+    stream_server.encode_header = recording_encode_header
     if args.nice:
         # Below the bridge and the subscriber: when they wake on a busy machine they get the
         # CPU first, as they would beside a simulator on cores of its own.
@@ -576,7 +576,7 @@ def role_control(args: argparse.Namespace) -> int:
     Across two hosts the emulator's loopback is host A's, out of the harness's reach: each
     stdin line ``op {json fields}`` becomes one request, answered ``REPLY {json}``.
     """
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     control = ControlClient(port=args.port, name='benchmark')
     control.start()
     commands = Commands()
@@ -938,7 +938,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     with ``config`` one of tools/bench_two_hosts.py's (play only), and the subscriber from
     ``subscriber_prefix`` if given (a reader of another distribution's Fast DDS).
     """
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     tag = run_tag(mode, config, drive, rate)
     fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
     wrapper_a: tuple[str, ...] = ()

@@ -22,9 +22,9 @@ import time
 import numpy as np
 
 from acres_bridge.protocol import frames
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.hello import encode_hello_payload
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 HELLO = pathlib.Path(__file__).parent / 'data' / 'hello_polaris.json'
 

@@ -52,7 +52,7 @@ from acres_bridge.conversions.simulation import add_warning
 from acres_bridge.conversions.simulation import detect_shape
 from acres_bridge.conversions.simulation import failed_result
 from acres_bridge.conversions.simulation import result_from_reply
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.runtime.futures import FutureWaiter

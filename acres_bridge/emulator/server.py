@@ -23,8 +23,8 @@ import sys
 import threading
 from typing import Any
 
-from acres_bridge.emulator.control import ControlServer
-from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.control_server import ControlServer
+from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback

@@ -69,7 +69,7 @@ from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.hello import Hello
 from acres_bridge.protocol.hello import LidarLayout
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 from acres_bridge.protocol.throttle import held_text
 from acres_bridge.protocol.throttle import LOG_INTERVAL_S
 from acres_bridge.protocol.throttle import LogThrottle

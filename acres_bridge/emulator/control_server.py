@@ -48,9 +48,9 @@ from acres_bridge.emulator.ops import RESULT_OK
 from acres_bridge.emulator.ops import SCOPE_ALL
 from acres_bridge.emulator.ops import SCOPE_TIME_WARNING
 from acres_bridge.emulator.ops import STOPPED
-from acres_bridge.emulator.streams import listen
-from acres_bridge.emulator.streams import SensorStreamServer
-from acres_bridge.emulator.streams import serve_clients
+from acres_bridge.emulator.stream_server import listen
+from acres_bridge.emulator.stream_server import SensorStreamServer
+from acres_bridge.emulator.stream_server import serve_clients
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import require_loopback
