@@ -95,11 +95,6 @@ def session_layout(hello: dict, sensor_ports: tuple[int, ...]) -> SessionLayout:
     return SessionLayout(tuple(streams), len(agents), clock_agent)
 
 
-def agents_and_ports(hello: dict, sensor_ports: tuple[int, ...]) -> list[tuple[str, int]]:
-    """Return (agent name, port) for every agent of a ``hello`` reply with a port, by index."""
-    return list(session_layout(hello, sensor_ports).streams)
-
-
 class SessionBridge:
     """
     sim_control and a sensor bridge per agent, on one executor.
