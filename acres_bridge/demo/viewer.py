@@ -51,7 +51,6 @@ import math
 import os
 from pathlib import Path
 import signal
-import struct
 import sys
 import time
 from typing import Any
@@ -79,6 +78,8 @@ from sensor_msgs.msg import NavSatFix
 from sensor_msgs.msg import PointCloud2
 from tf2_msgs.msg import TFMessage
 
+from acres_bridge.conversions.cdr import sequence_length
+from acres_bridge.conversions.cdr import time_nanoseconds
 from acres_bridge.demo.pictures import apply_transform
 from acres_bridge.demo.pictures import birds_eye_view
 from acres_bridge.demo.pictures import camera_lidar_overlay
@@ -109,27 +110,16 @@ SUMMARY_NAME = 'viewer_summary.json'
 _WITH_MESSAGE_INFO = hasattr(Subscription, 'CallbackType')
 
 
-_CDR_STAMP = {0: struct.Struct('>iI'), 1: struct.Struct('<iI')}
-_CDR_UINT32 = {0: struct.Struct('>I'), 1: struct.Struct('<I')}
-
-
-def cdr_stamp_s(raw: bytes, *, offset: int = 0) -> float | None:
+def stamp_seconds(raw: bytes, *, offset: int = 0) -> float | None:
     """
-    Return the leading builtin_interfaces/Time of a CDR-serialised message, in seconds.
+    Return the time a serialised message holds at ``offset``, in seconds; None if it cannot.
 
-    ``offset`` counts from the end of the 4-byte encapsulation header; a message whose first
-    field is a std_msgs/Header (or a Time, like rosgraph_msgs/Clock) has its stamp at 0.
-    None for bytes too short to hold it.
+    The viewer counts a message it cannot read a stamp from rather than stop on it.
     """
-    if len(raw) < 12 + offset:
+    try:
+        return time_nanoseconds(raw, offset=offset) / 1e9
+    except ValueError:
         return None
-    sec, nanosec = _CDR_STAMP[raw[1] & 1].unpack_from(raw, 4 + offset)
-    return sec + nanosec * 1e-9
-
-
-def cdr_uint32(raw: bytes, *, offset: int = 0) -> int:
-    """Return a uint32 of a CDR-serialised message (offset after the encapsulation header)."""
-    return _CDR_UINT32[raw[1] & 1].unpack_from(raw, 4 + offset)[0] if len(raw) >= 8 else 0
 
 
 class ClockHistory:
@@ -389,7 +379,7 @@ class DemoViewer(Node):
     # -- callbacks: cheap, on the executor; each returns the stamp to count ------------------
 
     def _on_clock(self, raw: bytes, received_s: float) -> float | None:
-        clock_s = cdr_stamp_s(raw)
+        clock_s = stamp_seconds(raw)
         if clock_s is not None:
             self.clock.add(received_s, clock_s)
         return clock_s
@@ -399,14 +389,14 @@ class DemoViewer(Node):
 
     def _on_tf(self, raw: bytes, received_s: float) -> float | None:
         # TFMessage: a sequence length, then the first transform's header.
-        return cdr_stamp_s(raw, offset=4) if cdr_uint32(raw) else None
+        return stamp_seconds(raw, offset=4) if sequence_length(raw) else None
 
     def _on_diagnostics(self, raw: bytes, received_s: float) -> float | None:
-        return cdr_stamp_s(raw)
+        return stamp_seconds(raw)
 
     def _make_handler(self, agent: _Agent, relative: str) -> Callable[[bytes, float], float]:
         def on_message(raw: bytes, received_s: float) -> float | None:
-            stamp_s = cdr_stamp_s(raw)
+            stamp_s = stamp_seconds(raw)
             if stamp_s is None:
                 return None
             if relative == 'lidar/points':
