@@ -59,6 +59,21 @@ _SAMPLES = 8192
 _KNOWN_TYPES = frozenset(int(kind) for kind in FrameType)
 
 
+def payload_view_problem(target: object, size: int) -> str:
+    """
+    Say what keeps ``target`` from receiving a payload of ``size`` bytes; empty if nothing.
+
+    A payload is received into a writable byte memoryview of exactly its size, so that the
+    decoded frame's views cover the payload and nothing else.
+    """
+    if not isinstance(target, memoryview):
+        return f'{type(target).__name__}, not a memoryview, for a payload of {size}'
+    if target.readonly or target.nbytes != size or target.format != 'B':
+        return (f'{target.nbytes} bytes (format {target.format!r}, read-only '
+                f'{target.readonly}) for a payload of {size}')
+    return ''
+
+
 class FrameReader:
     """
     Read frames from a connected, blocking stream socket.
@@ -149,10 +164,9 @@ class FrameReader:
             if target is None:
                 payload = self._read_payload(size)
             else:
-                if target.readonly or target.nbytes != size or target.format != 'B':
-                    raise ValueError(f'payload_target gave {target.nbytes} bytes (format '
-                                     f'{target.format!r}, read-only {target.readonly}) for a '
-                                     f'payload of {size}')
+                problem = payload_view_problem(target, size)
+                if problem:
+                    raise ValueError(f'payload_target gave {problem}')
                 self._read_into(target, size)
                 payload = target
             try:
@@ -447,12 +461,11 @@ class SensorStreamClient(ReconnectingClient):
         target = self._call('payload_target', self._payload_target, header)
         if target is None:
             return None
-        if (not isinstance(target, memoryview) or target.readonly
-                or target.nbytes != header.payload_size or target.format != 'B'):
+        problem = payload_view_problem(target, header.payload_size)
+        if problem:
             with self._lock:
                 self._counts['callback_errors'] += 1
-            self._warn('payload_target gave %r for a payload of %d bytes', target,
-                       header.payload_size)
+            self._warn('payload_target gave %s', problem)
             return None
         return target
 
