@@ -29,7 +29,7 @@ from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import ClockFrame
 from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
-from acres_bridge.runtime.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.sensors.parameters import sensor_bridge_parameters_from_values
 from acres_bridge.sensors.publishers import SharedPublishers
 from acres_bridge.sensors.sensor_node import SensorBridge
 from acres_bridge.sensors.sensor_node import SensorBridgeNode

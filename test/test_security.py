@@ -194,11 +194,14 @@ def test_emulator_process_listens_on_its_reported_loopback_ports_only():
 
 @pytest.mark.parametrize('host', BAD_HOSTS)
 def test_node_parameters_refuse_other_hosts(guarded, host):
-    from acres_bridge.runtime import parameters  # a missing module is a failure, not a skip
-    for validate in (parameters.sensor_bridge_parameters_from_values,
-                     parameters.sim_control_parameters_from_values,
-                     parameters.bridge_parameters_from_values):
-        with pytest.raises(parameters.ParameterError, match='^parameter host: '):
+    # A missing module is a failure, not a skip.
+    from acres_bridge.control.parameters import sim_control_parameters_from_values
+    from acres_bridge.runtime.parameters import ParameterError
+    from acres_bridge.sensors.parameters import sensor_bridge_parameters_from_values
+    from acres_bridge.session.parameters import bridge_parameters_from_values
+    for validate in (sensor_bridge_parameters_from_values, sim_control_parameters_from_values,
+                     bridge_parameters_from_values):
+        with pytest.raises(ParameterError, match='^parameter host: '):
             validate({'host': host})
     assert guarded == []
 

@@ -60,7 +60,7 @@ from acres_bridge.lockstep.coordinator import StreamReport
 from acres_bridge.lockstep.endpoints import ReaderSet
 from acres_bridge.runtime.futures import Deadlines
 from acres_bridge.runtime.futures import settle
-from acres_bridge.runtime.parameters import SensorBridgeParameters
+from acres_bridge.sensors.parameters import SensorBridgeParameters
 
 MODULE = 'acres_bridge.sensors.agent_processes'
 NODE_NAME = 'sensor_bridge'

@@ -74,13 +74,13 @@ from acres_bridge.protocol.throttle import held_text
 from acres_bridge.protocol.throttle import LOG_INTERVAL_S
 from acres_bridge.protocol.throttle import LogThrottle
 from acres_bridge.runtime.logs import protocol_log
-from acres_bridge.runtime.parameters import declare_sensor_bridge_parameters
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
-from acres_bridge.runtime.parameters import SensorBridgeParameters
 from acres_bridge.sensors.image_encoder import ImageEncoder
 from acres_bridge.sensors.message_pool import MessagePool
 from acres_bridge.sensors.message_pool import PooledMessage
 from acres_bridge.sensors.outbox import Outbox
+from acres_bridge.sensors.parameters import declare_sensor_bridge_parameters
+from acres_bridge.sensors.parameters import SensorBridgeParameters
 from acres_bridge.sensors.publishers import create_publisher
 from acres_bridge.sensors.publishers import reliable_qos
 from acres_bridge.sensors.publishers import SharedPublishers
