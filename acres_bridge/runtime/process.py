@@ -20,9 +20,8 @@ from acres_bridge.runtime.stop_request import StopRequest
 # How long the executor waits for work before the main thread looks at the stop request again.
 # A signal wakes the executor at once (StopRequest), and so does a context shut down by another
 # thread (a sensor child's channel closing), so this bounds only a stop that neither brought.
-# Each wake of a SingleThreadedExecutor rebuilds its wait set in Python, about 1 ms with a
-# node's parameter services: at 0.1 s that was 10 ms of CPU a second in an idle process, a
-# tenth of what a Polaris costs at real time (docs/benchmarks.md, "Throughput per core").
+# Each wake of a SingleThreadedExecutor rebuilds its wait set in Python, which a short period
+# pays for even in an idle process (docs/benchmarks.md, "Throughput per core", has the cost).
 SPIN_PERIOD_S = 2.0
 
 

@@ -193,8 +193,9 @@ class SensorProcess:
         It runs in a process group of its own, so that a terminal's Ctrl-C reaches the parent
         only (a child interrupted while it imports would print a traceback); it ends when the
         parent closes the channel or exits. Not a session of its own: with the kernel's
-        autogroup scheduling that would change its share of the CPU (measured: the emulator
-        then reached 7.8x instead of 10x on the loaded 2-core machine).
+        autogroup scheduling that would change its share of the CPU, and the emulator then fell
+        short of 10x on a loaded machine (docs/benchmarks.md, "Sensor streams: one process or
+        one per agent").
         """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

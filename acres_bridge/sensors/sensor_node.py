@@ -8,7 +8,7 @@ One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the part
   node's (``polaris`` -> ``polaris/lidar/points``). Its reader thread ``sensor-rx:<name>``
   decodes, converts and publishes each frame, but hands clouds and images to a
   ``sensor-tx:<name>/lidar`` and a ``sensor-tx:<name>/camera`` thread (sensors/outbox.py), so
-  that the clock and INS frames behind them need not wait for their 0.4 ms in rmw, and a cloud
+  that the clock and INS frames behind them need not wait while rmw sends them, and a cloud
   need not wait for the image that arrived with it; no thread creates or destroys an entity.
   ``camera/image_raw/compressed`` is encoded only while it has a subscriber, on a
   ``sensor-enc:<name>`` thread (sensors/image_encoder.py). Its ``barriers`` (lockstep's
@@ -88,16 +88,11 @@ from acres_bridge.sensors.publishers import SharedPublishers
 # Keep-last depths. At ten times real time one agent sends 1200 clock, 1000 INS, 100 LiDAR and
 # 100 camera frames per second. A reliable keep-last writer drops a sample it has to overwrite
 # before every reader acknowledged it, so the history must outlast the acknowledgement round
-# trip under load. Measured here at 10x (8 s, a separate subscriber process, two busy cores):
-# depth 10 lost 1.3-2.5 % of clock and INS messages, depths 50 and 200 lost none (default
-# transports and config/fastdds_large_data.xml alike); 200 is 170 ms of clock at 10x. Clouds
-# and images at 100 Hz lost 5-9 % at depth 10 with the default transports (a 512 KiB
-# shared-memory segment) and none at any depth with the XML profile; 10 is 100 ms at 10x, 1 s
-# in real time, and about 25 MB of writer history per agent. See docs/design.md.
-# Again with the bridge's own Fast DDS settings (runtime/dds.py), 10x for 10 s on a machine at
-# load 10 where the bridge fell 0.3 s behind: depth 10 and 50 lost 3-4 % of clock and INS,
-# 200 lost nothing. The depth only matters with prompt heartbeats: stock Fast DDS repairs a
-# missed sample 3 s later, long after any of these histories has dropped it.
+# trip under load: 200 is 170 ms of clock at 10x; 10 clouds are 100 ms at 10x, 1 s in real
+# time. Smaller depths lost clock and INS at 10x on a loaded machine, and clouds and images did
+# not need more (docs/benchmarks.md, "Figures behind choices in the code"). The depth only
+# matters with prompt heartbeats: stock Fast DDS repairs a missed sample 3 s later, long after
+# any of these histories has dropped it.
 SMALL_DEPTH = 200
 LARGE_DEPTH = 10
 # Cloud and image buffers per type: one being published while the reader fills the next.

@@ -45,7 +45,7 @@ from acres_bridge.sensors.parameters import SensorBridgeParameters
 SENSOR_PROCESSES_CHOICES = ('auto', 'in_process', 'per_agent')
 # Cores that sensor_processes auto leaves beside one per agent: the simulator's and the rest's
 # (the session's own process, the subscribers). On two cores one process carried more agents
-# than a process each, at a third of the memory (docs/benchmarks.md).
+# than a process each, in less memory (docs/benchmarks.md, "A fleet over the cores").
 AUTO_SPARE_CORES = 2
 
 _T = Parameter.Type
