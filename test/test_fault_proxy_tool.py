@@ -19,9 +19,9 @@ from support.ros2_tools import run
 
 from acres_bridge.emulator.fault_tool import parse_fault
 from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.frame_reader import FrameReader
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HelloFrame
-from acres_bridge.protocol.stream_client import FrameReader
 
 
 def test_fault_specs_name_the_action_its_target_and_its_options():

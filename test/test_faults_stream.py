@@ -25,11 +25,11 @@ from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.faults import UNKNOWN_FRAME_TYPE
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.frame_reader import FrameReader
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.limits import LIDAR_POINT_STEP
 from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
-from acres_bridge.protocol.stream_client import FrameReader
 from acres_bridge.protocol.stream_client import SensorStreamClient
 
 WAIT_S = 10.0
