@@ -45,11 +45,11 @@ from acres_bridge.demo.pictures import cloud_xyz
 from acres_bridge.demo.pictures import image_rgb
 from acres_bridge.demo.pictures import project_points
 from acres_bridge.demo.pictures import StaticTransforms
-from acres_bridge.demo.viewer import ClockHistory
-from acres_bridge.demo.viewer import Display
-from acres_bridge.demo.viewer import format_table
-from acres_bridge.demo.viewer import stamp_seconds
-from acres_bridge.demo.viewer import TopicStats
+from acres_bridge.demo.topic_table import ClockHistory
+from acres_bridge.demo.topic_table import Display
+from acres_bridge.demo.topic_table import format_table
+from acres_bridge.demo.topic_table import stamp_seconds
+from acres_bridge.demo.topic_table import TopicStats
 from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.protocol.hello import parse_hello
 
