@@ -1,6 +1,11 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
+# Over 500 lines in one module on purpose: the control channel's state machine (play, step,
+# set_state) answers on the client's bounded connection from its own threads (a step's, the
+# play loop's), in order with the episode events, so the two are one piece; the ops themselves
+# are apart (emulator/ops.py).
+
 """
 The simulator control channel of the emulator (seed 004).
 

@@ -1,6 +1,10 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
+# Over 500 lines in one module on purpose: it holds both ends of one private channel, the
+# parent's SensorProcess and the child's _ChildChannel and child_main, so that a message's
+# sender and its reader (and their JSON shapes) change together.
+
 """
 One agent's sensor stream in a process of its own, for a session split over processes.
 
