@@ -140,15 +140,11 @@ class SensorBridge:
     :param namespace: a namespace relative to the node's, e.g. the agent's name; empty: the
         node's own.
     :param shared: the shared topics of the node; default: a new set owned by this bridge.
-    :param on_frame: called on the reader thread with each decoded frame after it was
-        published, or for clouds and images handed to the sensor-tx thread (its memoryviews
-        are valid only during the call): a tap for recording and tests.
     """
 
     def __init__(self, node: Node, parameters: SensorBridgeParameters, *,
                  name: str | None = None, namespace: str = '',
-                 shared: SharedPublishers | None = None,
-                 on_frame: Callable[[Frame], None] | None = None) -> None:
+                 shared: SharedPublishers | None = None) -> None:
         self.node = node
         self.parameters = parameters
         self.namespace = namespace.strip('/')
@@ -156,7 +152,6 @@ class SensorBridge:
         self._owns_shared = shared is None
         self._shared = shared if shared is not None else SharedPublishers(node)
         self._logger = node.get_logger()
-        self._on_frame = on_frame
         self._layout = _Layout(None, AgentFrames.of(None, parameters.frame_prefix),
                                self._point_times(None))
         self._static_key: tuple | None = None
@@ -339,9 +334,6 @@ class SensorBridge:
                     f'published: {type(exc).__name__}: {exc}' + held_text(held))
             return
         self._published[kind] += 1
-        # The tap runs after the frame is out; the client counts and logs what it raises.
-        if self._on_frame is not None:
-            self._on_frame(frame)
 
     def _publish_hello(self, frame: HelloFrame) -> None:
         hello = frame.hello
@@ -460,20 +452,19 @@ class SensorBridgeNode(Node):
     :param node_name: the node's name.
     :param autostart: start the stream's reader at once; False leaves it to
         ``node.bridge.start()``.
-    :param on_frame: a tap called with each decoded frame (see :class:`SensorBridge`).
     :param kwargs: passed to ``rclpy.node.Node`` (``context``, ``namespace``,
         ``parameter_overrides``, ``cli_args`` ...).
     :raises ParameterError: for a parameter the node cannot run with (the node is destroyed).
     """
 
     def __init__(self, node_name: str = 'sensor_bridge', *, autostart: bool = True,
-                 on_frame: Callable[[Frame], None] | None = None, **kwargs: Any) -> None:
+                 **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.bridge: SensorBridge | None = None
         with destroyed_on_parameter_error(super().destroy_node):
             self.parameters = declare_sensor_bridge_parameters(self)
         name = self.get_namespace().strip('/').replace('/', '.') or self.get_name()
-        self.bridge = SensorBridge(self, self.parameters, name=name, on_frame=on_frame)
+        self.bridge = SensorBridge(self, self.parameters, name=name)
         if autostart:
             self.bridge.start()
 
