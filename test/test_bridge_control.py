@@ -48,8 +48,8 @@ from support.sim_control_graph import wait_future
 
 from acres_bridge.conversions.simulation import detect_shape
 from acres_bridge.emulator import geodesy
-from acres_bridge.emulator.control import FEATURES
-from acres_bridge.emulator.control import SCOPE_TIME_WARNING
+from acres_bridge.emulator.control_server import FEATURES
+from acres_bridge.emulator.control_server import SCOPE_TIME_WARNING
 from acres_bridge.emulator.sensors.poses import NAMED_POSES
 from acres_bridge.emulator.sensors.props import SPAWNABLES
 

@@ -6,9 +6,9 @@ The sensor_bridge node over real sockets and a real rclpy graph: each frame to i
 
 The emulator runs in lockstep, so one step request of 12 physics steps gives exactly 12 clock,
 10 INS, 1 LiDAR and 1 camera frame and a barrier. The node under test runs in the test's
-Context; a tap records the frames it decoded and a recorder node every message a client sees,
-and the two are compared field by field. One test also reads a twin emulator's raw stream to
-show the tap holds the simulator's bytes.
+Context behind a wire tap, which decodes a copy of the frames the simulator sent it; a recorder
+node keeps every message a client sees, and the two are compared field by field. One test also
+reads a twin emulator's raw stream to show the tap holds the simulator's bytes.
 """
 
 import math
@@ -26,10 +26,12 @@ from support.emulator_probe import JsonChannel
 from support.emulator_probe import read_frame
 from support.emulator_probe import read_until_barrier
 from support.sensor_bridge_graph import AGENT_TOPICS
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
+from support.wire_tap import WireTap
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
@@ -52,27 +54,28 @@ F = InsField
 
 
 class Bridge:
-    """A SensorBridgeNode with a tap and a recorder, spun by the test's executor."""
+    """A SensorBridgeNode behind a wire tap, with a recorder, spun by the test's executor."""
 
     def __init__(self, context, spinning, port: int, *, namespace: str = '',
                  **parameters) -> None:
-        self.tap = FrameTap()
-        overrides = [Parameter('port', value=port), Parameter('reconnect_s', value=0.1)]
+        self.tap = WireTap(port)
+        overrides = [Parameter('port', value=self.tap.port), Parameter('reconnect_s', value=0.1)]
         overrides += [Parameter(name, value=value) for name, value in parameters.items()]
         self.node = SensorBridgeNode(context=context, namespace=namespace or None,
-                                     parameter_overrides=overrides, on_frame=self.tap.tap)
+                                     parameter_overrides=overrides)
         prefix = f'/{namespace}/' if namespace else ''
         topics = {prefix + topic: kind for topic, kind in AGENT_TOPICS.items()}
         self.recorder = Recorder(context, {**topics, **GLOBAL_TOPICS})
         self.prefix = prefix
         spinning.add(self.node)
         spinning.add(self.recorder.node)
-        self.tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+        wait_until(lambda: streaming(self.node.bridge), what='the Hello')
         wait_matched(self.node.bridge.publishers.values())
 
     def close(self) -> None:
         for node in (self.node, self.recorder.node):
             node.destroy_node()
+        self.tap.close()
 
     def topic(self, name: str) -> str:
         return self.prefix + name
@@ -238,7 +241,7 @@ def test_diagnostics_report_the_stream_once_a_second(emulator_factory, bridges):
     values = {v.key: v.value for v in status.values}
     assert status.level == status.OK and status.message == 'streaming'
     assert status.name == 'sensor_bridge: sensor_bridge sensor stream'
-    assert status.hardware_id == f'127.0.0.1:{emulator.sensor_ports[0]}'
+    assert status.hardware_id == f'127.0.0.1:{bridge.tap.port}'
     assert values['connected'] == 'true'
     assert values['reconnects'] == '0' and values['bad_frames'] == '0'
     assert values['ins.frames'] == values['ins.published'] == '10'

@@ -17,19 +17,17 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from support.emulator_probe import JsonChannel
 from support.sensor_bridge_graph import AGENT_TOPICS
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
+from support.wire_tap import WireTap
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.lockstep.coordinator import Lockstep
-from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import ClockFrame
-from acres_bridge.protocol.frames import HelloFrame
-from acres_bridge.protocol.frames import LidarFrame
-from acres_bridge.runtime.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.sensors.parameters import sensor_bridge_parameters_from_values
 from acres_bridge.sensors.publishers import SharedPublishers
 from acres_bridge.sensors.sensor_node import SensorBridge
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
@@ -59,18 +57,18 @@ def session(ros_context, spinning, emulator_factory):
     node = Node('acres_bridge', context=ros_context)
     shared = SharedPublishers(node)
     base = sensor_bridge_parameters_from_values({'reconnect_s': 0.1})
-    taps = {agent: FrameTap() for agent in AGENTS}
+    taps = {agent: WireTap(port) for agent, port in zip(AGENTS, emulator.sensor_ports)}
     bridges = [
-        SensorBridge(node, base.replace(port=port, frame_prefix=agent, publish_clock=index == 0),
-                     namespace=agent, shared=shared, on_frame=taps[agent].tap)
-        for index, (agent, port) in enumerate(zip(AGENTS, emulator.sensor_ports))]
+        SensorBridge(node, base.replace(port=taps[agent].port, frame_prefix=agent,
+                                        publish_clock=index == 0),
+                     namespace=agent, shared=shared)
+        for index, agent in enumerate(AGENTS)]
     recorder = Recorder(ros_context, {**_agent_topics(), **GLOBAL_TOPICS})
     spinning.add(node)
     spinning.add(recorder.node)
     for bridge in bridges:
         bridge.start()
-    for tap in taps.values():
-        tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+    wait_until(lambda: all(streaming(bridge) for bridge in bridges), what='the Hellos')
     wait_matched(publisher for bridge in bridges for publisher in bridge.publishers.values())
     yield emulator, node, bridges, taps, recorder, spinning
     # Nodes are destroyed once nothing spins them: rclpy's wait set races with destruction.
@@ -80,6 +78,8 @@ def session(ros_context, spinning, emulator_factory):
     shared.destroy()
     for each in (node, recorder.node):
         each.destroy_node()
+    for tap in taps.values():
+        tap.close()
 
 
 def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(session):
@@ -117,7 +117,7 @@ def test_each_agent_publishes_under_its_name_and_clock_comes_from_agent_0(sessio
     assert [status.name for status in statuses] == [
         'acres_bridge: polaris sensor stream', 'acres_bridge: maxxum sensor stream']
     assert [status.hardware_id for status in statuses] == [
-        f'127.0.0.1:{port}' for port in emulator.sensor_ports]
+        f'127.0.0.1:{taps[agent].port}' for agent in AGENTS]
 
 
 def test_a_cloud_goes_out_while_the_image_that_came_with_it_is_still_in_rmw(
@@ -173,9 +173,10 @@ def test_lockstep_tells_when_every_stream_published_its_barrier_and_was_acknowle
         assert [bridge.last_barrier[0] for bridge in bridges] == [12, 12]
         # The barrier comes after every frame of the step (test_lockstep_delivery.py checks
         # that a reader in another process has them all when a step answers).
-        for agent in AGENTS:
-            kinds = [type(frame) for frame in taps[agent].frames]
-            assert kinds[-1] is BarrierFrame and kinds.count(LidarFrame) == 1
+        for bridge in bridges:
+            by_type = bridge.stats['by_type']
+            assert by_type['barrier']['published'] == 1 and by_type['lidar']['published'] == 1
+            assert all(kind['published'] == kind['frames'] for kind in by_type.values())
         recorder.wait_counts(_counts(1))
 
         # A step already published completes at once; a later one when its barrier comes.

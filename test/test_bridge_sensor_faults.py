@@ -20,16 +20,15 @@ import pytest
 from rclpy.parameter import Parameter
 from support.emulator_probe import JsonChannel
 from support.sensor_bridge_graph import AGENT_TOPICS
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_hellos
 from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.nodes import sensor_bridge
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.runtime.parameters import ParameterError
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 from acres_devkit.ports import free_port
@@ -40,20 +39,18 @@ TOPICS = {**AGENT_TOPICS, **GLOBAL_TOPICS}
 
 @pytest.fixture
 def start_bridge(ros_context, spinning):
-    """Start a SensorBridgeNode on a port, with a tap and a recorder: ``start_bridge(port)``."""
+    """Start a SensorBridgeNode on a port, with a recorder: ``start_bridge(port)``."""
     made = []
 
     def start(port: int, **parameters):
-        tap = FrameTap()
         overrides = [Parameter('port', value=port), Parameter('reconnect_s', value=0.1)]
         overrides += [Parameter(name, value=value) for name, value in parameters.items()]
-        node = SensorBridgeNode(context=ros_context, parameter_overrides=overrides,
-                                on_frame=tap.tap)
+        node = SensorBridgeNode(context=ros_context, parameter_overrides=overrides)
         recorder = Recorder(ros_context, TOPICS)
         made.extend((node, recorder.node))
         spinning.add(node)
         spinning.add(recorder.node)
-        return node, tap, recorder
+        return node, recorder
 
     yield start
     # Nodes are destroyed once nothing spins them: rclpy's wait set races with destruction.
@@ -76,8 +73,8 @@ def test_a_restarted_stream_brings_the_data_back_with_the_new_layout(
         emulator_factory, start_bridge, capfd):
     first = emulator_factory(vehicles=('polaris',), lockstep=True)
     port = first.sensor_ports[0]
-    node, tap, recorder = start_bridge(port, point_fields='xyzirt')
-    tap.wait(lambda tap: len(tap.of(HelloFrame)) == 1, what='the first Hello')
+    node, recorder = start_bridge(port, point_fields='xyzirt')
+    wait_hellos(node.bridge, 1)
     wait_matched(node.bridge.publishers.values())
     _step(first, recorder, 1)
     recorder.wait_for('/tf_static', lambda m: _lidar_mount(m) == (2.5, 0.0, 2.039))
@@ -91,7 +88,7 @@ def test_a_restarted_stream_brings_the_data_back_with_the_new_layout(
     # The simulator comes back on the same port with another vehicle: a new Hello, new layout.
     second = emulator_factory(vehicles=('maxxum',), lockstep=True, sensor_ports=(port,))
     assert second.sensor_ports == [port]
-    tap.wait(lambda tap: len(tap.of(HelloFrame)) == 2, what='the Hello of the new connection')
+    wait_hellos(node.bridge, 2)
     _step(second, recorder, 2)
     recorder.wait_counts({'lidar/points': 2, 'camera/image_raw': 2, 'camera/camera_info': 2})
     assert [m.step for m in recorder.messages['step_barrier']] == [12, 12]
@@ -121,14 +118,14 @@ def _lidar_mount(message) -> tuple[float, float, float] | None:
 def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, start_bridge):
     emulator = emulator_factory(vehicles=('polaris',), lockstep=True)
     with FaultProxy(emulator.sensor_ports[0]) as proxy:
-        node, tap, recorder = start_bridge(proxy.port)
-        tap.wait(lambda tap: len(tap.of(HelloFrame)) == 1, what='the Hello')
+        node, recorder = start_bridge(proxy.port)
+        wait_hellos(node.bridge, 1)
         wait_matched(node.bridge.publishers.values())
         for hellos, action in enumerate(('bad_magic', 'cut', 'huge_header'), start=2):
             fault = proxy.inject(action, frame_type=FrameType.LIDAR)
             assert JsonChannel(emulator.control_port).call('step', steps=12)['result'] == 1
             assert fault.wait(15.0)
-            tap.wait(lambda tap: len(tap.of(HelloFrame)) == hellos, what='a new connection')
+            wait_hellos(node.bridge, hellos)
         _step(emulator, recorder, 1)
         [barrier] = recorder.messages['step_barrier']
         assert barrier.step == 48
@@ -147,13 +144,13 @@ def test_broken_frames_close_the_connection_which_comes_back(emulator_factory, s
 
 def test_a_refused_port_is_an_error_until_the_simulator_starts(emulator_factory, start_bridge):
     port = free_port()
-    node, tap, recorder = start_bridge(port)
+    node, recorder = start_bridge(port)
     refused = recorder.wait_for('/diagnostics', lambda m: _status(m)[0] == m.status[0].ERROR)
     assert _status(refused)[1] == (
         f'disconnected: cannot connect to 127.0.0.1:{port}: connection refused')
     assert node.bridge.stats['connect_failures'] >= 1
     emulator = emulator_factory(vehicles=('polaris',), lockstep=True, sensor_ports=(port,))
-    tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+    wait_hellos(node.bridge, 1)
     wait_matched(node.bridge.publishers.values())
     _step(emulator, recorder, 1)
 

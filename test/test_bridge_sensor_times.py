@@ -20,12 +20,14 @@ import pytest
 from rclpy.parameter import Parameter
 from support.emulator_probe import JsonChannel
 from support.sensor_bridge_graph import AGENT_TOPICS
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 from support.sensor_frames import lidar_points
 from support.sensor_frames import polaris_hello_dict
+from support.wire_tap import WireTap
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.conversions.lidar import cloud_to_array
@@ -45,18 +47,17 @@ F = InsField
 
 
 class Bridge:
-    """A SensorBridgeNode with a frame tap and a recorder, spun by the test's executor."""
+    """A SensorBridgeNode behind a wire tap, with a recorder, spun by the test's executor."""
 
     def __init__(self, context, spinning, port: int, **parameters) -> None:
-        self.tap = FrameTap()
-        overrides = [Parameter('port', value=port), Parameter('reconnect_s', value=0.1)]
+        self.tap = WireTap(port)
+        overrides = [Parameter('port', value=self.tap.port), Parameter('reconnect_s', value=0.1)]
         overrides += [Parameter(name, value=value) for name, value in parameters.items()]
-        self.node = SensorBridgeNode(context=context, parameter_overrides=overrides,
-                                     on_frame=self.tap.tap)
+        self.node = SensorBridgeNode(context=context, parameter_overrides=overrides)
         self.recorder = Recorder(context, {**AGENT_TOPICS, **GLOBAL_TOPICS})
         spinning.add(self.node)
         spinning.add(self.recorder.node)
-        self.tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+        wait_until(lambda: streaming(self.node.bridge), what='the Hello')
         wait_matched(self.node.bridge.publishers.values())
 
 
@@ -73,6 +74,7 @@ def bridge(ros_context, spinning):
     for each in started:
         for node in (each.node, each.recorder.node):
             node.destroy_node()
+        each.tap.close()
 
 
 def _step(emulator, bridge: Bridge, counts: dict[str, int]) -> None:

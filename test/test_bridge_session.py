@@ -33,7 +33,7 @@ from support.sensor_bridge_graph import streaming
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
-from acres_bridge.session.bridge import agents_and_ports
+from acres_bridge.session.bridge import session_layout
 from acres_bridge.session.bridge import SessionBridge
 
 WAIT_S = 20.0
@@ -101,8 +101,8 @@ def test_agents_are_paired_with_their_ports_from_hello_or_the_parameter():
     hello = {'agents': [{'name': 'maxxum', 'index': 1, 'sensor_stream': 5602},
                         {'name': 'polaris', 'index': 0, 'sensor_stream': 5601},
                         {'name': 'ghost', 'index': 2, 'sensor_stream': 0}]}
-    assert agents_and_ports(hello, ()) == [('polaris', 5601), ('maxxum', 5602)]
-    assert agents_and_ports(hello, (6001, 6002)) == [('polaris', 6001), ('maxxum', 6002)]
+    assert session_layout(hello, ()).streams == (('polaris', 5601), ('maxxum', 5602))
+    assert session_layout(hello, (6001, 6002)).streams == (('polaris', 6001), ('maxxum', 6002))
 
 
 def test_each_step_answers_after_every_message_of_the_step_was_published(session_graph):

@@ -13,13 +13,14 @@ import pytest
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from support.emulator_probe import JsonChannel
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
+from support.wire_tap import WireTap
 
 from acres_bridge.conversions.clock import stamp_to_time
 from acres_bridge.protocol.frames import ClockFrame
-from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
@@ -29,14 +30,13 @@ pytestmark = pytest.mark.ros
 def test_clock_carries_the_stamps_and_not_the_vehicle_time(emulator_factory, ros_context,
                                                            spinning, mode):
     emulator = emulator_factory(vehicles=('polaris',), lockstep=True, mode=mode)
-    tap = FrameTap()
+    tap = WireTap(emulator.sensor_ports[0])
     node = spinning.add(SensorBridgeNode(
-        context=ros_context, parameter_overrides=[
-            Parameter('port', value=emulator.sensor_ports[0])], on_frame=tap.tap))
+        context=ros_context, parameter_overrides=[Parameter('port', value=tap.port)]))
     recorder = Recorder(ros_context, {'/clock': Clock})
     spinning.add(recorder.node)
     try:
-        tap.wait(lambda t: t.of(HelloFrame), what='the Hello')
+        wait_until(lambda: streaming(node.bridge), what='the Hello')
         wait_matched([node.bridge.publishers['/clock']])
         channel = JsonChannel(emulator.control_port)
         assert channel.call('step', steps=12)['result'] == 1
@@ -47,6 +47,7 @@ def test_clock_carries_the_stamps_and_not_the_vehicle_time(emulator_factory, ros
         spinning.shutdown()
         node.destroy_node()
         recorder.node.destroy_node()
+        tap.close()
     frames = tap.of(ClockFrame)
     assert len(frames) == 12
     offsets = {frame.header.stamp_s - frame.vehicle_time_s for frame in frames}

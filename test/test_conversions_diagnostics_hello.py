@@ -8,7 +8,7 @@ from support.sensor_frames import polaris_hello_dict
 
 from acres_bridge.conversions.diagnostics import HELLO_KEYS
 from acres_bridge.conversions.diagnostics import stream_stats_to_status
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 
 def _stats() -> dict:

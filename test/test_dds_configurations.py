@@ -42,7 +42,7 @@ import time
 import pytest
 from support.user_profiles import write_transports_only
 
-from acres_bridge.emulator import streams
+from acres_bridge.emulator import stream_server
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.runtime import dds
 
@@ -115,7 +115,7 @@ class Publication:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.times_s: dict[int, dict[int, float]] = {kind: {} for kind in TOPICS.values()}
-        encode_header = streams.encode_header
+        encode_header = stream_server.encode_header
 
         def recording(frame_type: int, **fields) -> bytes:
             # The header the emulator sends, with the publish time that goes on the wire.
@@ -123,7 +123,7 @@ class Publication:
                 self.times_s[frame_type][stamp_key(fields['stamp_s'])] = fields['publish_s']
             return encode_header(frame_type, **fields)
 
-        monkeypatch.setattr(streams, 'encode_header', recording)
+        monkeypatch.setattr(stream_server, 'encode_header', recording)
 
 
 class Reception:

@@ -34,6 +34,7 @@ from sensor_msgs.msg import PointField
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
+from acres_bridge.conversions.cdr import sequence_length
 from acres_bridge.conversions.tf import hello_to_static_transforms
 from acres_bridge.demo.pictures import apply_transform
 from acres_bridge.demo.pictures import birds_eye_view
@@ -42,12 +43,11 @@ from acres_bridge.demo.pictures import cloud_xyz
 from acres_bridge.demo.pictures import image_rgb
 from acres_bridge.demo.pictures import project_points
 from acres_bridge.demo.pictures import StaticTransforms
-from acres_bridge.demo.viewer import cdr_stamp_s
-from acres_bridge.demo.viewer import cdr_uint32
-from acres_bridge.demo.viewer import ClockHistory
-from acres_bridge.demo.viewer import Display
-from acres_bridge.demo.viewer import format_table
-from acres_bridge.demo.viewer import TopicStats
+from acres_bridge.demo.topic_table import ClockHistory
+from acres_bridge.demo.topic_table import Display
+from acres_bridge.demo.topic_table import format_table
+from acres_bridge.demo.topic_table import stamp_seconds
+from acres_bridge.demo.topic_table import TopicStats
 from acres_bridge.geometry import rpy_deg_to_matrix
 from acres_bridge.protocol.hello import parse_hello
 from acres_devkit.environment import claim_domain_id
@@ -205,10 +205,10 @@ def test_stamps_are_read_from_serialised_messages() -> None:
     imu = serialize_message(Imu(header=Header(stamp=stamp, frame_id='polaris/base_footprint')))
     transforms = serialize_message(TFMessage(transforms=[
         TransformStamped(header=Header(stamp=stamp, frame_id='world'))]))
-    assert cdr_stamp_s(clock) == cdr_stamp_s(imu) == 12.25
-    assert cdr_uint32(transforms) == 1 and cdr_stamp_s(transforms, offset=4) == 12.25
-    assert cdr_uint32(serialize_message(TFMessage())) == 0
-    assert cdr_stamp_s(clock[:8]) is None
+    assert stamp_seconds(clock) == stamp_seconds(imu) == 12.25
+    assert sequence_length(transforms) == 1 and stamp_seconds(transforms, offset=4) == 12.25
+    assert sequence_length(serialize_message(TFMessage())) == 0
+    assert stamp_seconds(clock[:8]) is None
 
 
 def test_display_redraws_in_place_on_a_terminal_and_appends_otherwise() -> None:

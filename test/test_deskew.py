@@ -20,15 +20,15 @@ import pytest
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import PointCloud2
 from support.emulator_probe import JsonChannel
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
+from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.conversions.clock import time_to_stamp
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.geometry import quaternions_to_matrices
 from acres_bridge.geometry import rpy_deg_to_quaternion
-from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
@@ -75,18 +75,16 @@ def _plane_rms(points: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
 def test_a_moving_lidar_sees_a_bent_wall_that_de_skewing_straightens(
         emulator_factory, ros_context, spinning, mode, sweep):
     emulator = emulator_factory(vehicles=('polaris',), lockstep=True, mode=mode, sweep=sweep)
-    tap = FrameTap()
     node = spinning.add(SensorBridgeNode(
         context=ros_context, parameter_overrides=[
             Parameter('port', value=emulator.sensor_ports[0]),
-            Parameter('point_fields', value='xyzirt')],
-        on_frame=tap.tap))
+            Parameter('point_fields', value='xyzirt')]))
     recorder = Recorder(ros_context, {'lidar/points': PointCloud2,
                                       'ground_truth/odometry': Odometry})
     spinning.add(recorder.node)
     try:
-        tap.wait(lambda t: t.of(HelloFrame), what='the Hello')
-        hello = tap.of(HelloFrame)[0].hello
+        wait_until(lambda: streaming(node.bridge), what='the Hello')
+        hello = node.bridge.hello
         publishers = node.bridge.publishers
         wait_matched([publishers['lidar/points'], publishers['ground_truth/odometry']])
         channel = JsonChannel(emulator.control_port)

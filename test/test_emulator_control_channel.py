@@ -21,7 +21,7 @@ import time
 import pytest
 from support.emulator_probe import JsonChannel
 
-from acres_bridge.emulator.control import MAX_UNSENT_BYTES
+from acres_bridge.emulator.control_server import MAX_UNSENT_BYTES
 from acres_bridge.emulator.server import Emulator
 
 FARM_STATE = json.dumps({'op': 'farm_state', 'fields': list(range(1, 60))}).encode() + b'\n'
@@ -49,7 +49,7 @@ class _Warnings(logging.Handler):
 
 @pytest.fixture
 def disconnects():
-    logger = logging.getLogger('acres_bridge.emulator.control')
+    logger = logging.getLogger('acres_bridge.emulator.control_server')
     handler = _Warnings()
     logger.addHandler(handler)
     level = logger.level

@@ -21,7 +21,7 @@ from support.emulator_probe import read_frame
 from support.emulator_probe import read_until_barrier
 
 from acres_bridge.emulator.server import Emulator
-from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.protocol.frames import FrameType
 
 SEED_READER = os.path.join(os.path.dirname(__file__), 'data', 'seed_reader.py')
@@ -209,7 +209,7 @@ def test_frames_a_client_does_not_read_yet_arrive_whole_and_in_order():
 
 
 def test_the_log_lines_follow_the_seed(caplog):
-    caplog.set_level(logging.INFO, logger='acres_bridge.emulator.streams')
+    caplog.set_level(logging.INFO, logger='acres_bridge.emulator.stream_server')
     with Emulator(('polaris',), lockstep=True) as emulator:
         port = emulator.sensor_ports[0]
         sock = connect_stream(port)

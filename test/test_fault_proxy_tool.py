@@ -15,9 +15,9 @@ import pytest
 
 from acres_bridge.emulator.fault_tool import parse_fault
 from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.frame_reader import FrameReader
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.frames import HelloFrame
-from acres_bridge.protocol.stream import FrameReader
 from acres_devkit.ros2_tools import assert_clean_exit
 from acres_devkit.ros2_tools import Background
 from acres_devkit.ros2_tools import PACKAGE

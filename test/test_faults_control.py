@@ -18,7 +18,7 @@ import time
 import pytest
 
 from acres_bridge.emulator.faults import FaultProxy
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.protocol.errors import ControlUnavailable
 from acres_devkit.ports import free_port

@@ -21,15 +21,14 @@ from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
 from rclpy.parameter import Parameter
 from support.sensor_bridge_graph import AGENT_TOPICS
-from support.sensor_bridge_graph import FrameTap
 from support.sensor_bridge_graph import GLOBAL_TOPICS
 from support.sensor_bridge_graph import Recorder
+from support.sensor_bridge_graph import wait_hellos
 from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
 
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
 pytestmark = pytest.mark.ros
@@ -48,9 +47,8 @@ class Rig:
     """An emulator, a proxy in front of its stream, a SensorBridgeNode and a recorder."""
 
     def __init__(self, context, spinning, port: int, name: str = 'sensor_bridge') -> None:
-        self.tap = FrameTap()
         self.node = SensorBridgeNode(
-            name, context=context, on_frame=self.tap.tap,
+            name, context=context,
             parameter_overrides=[Parameter('port', value=port),
                                  Parameter('reconnect_s', value=0.1)])
         self.recorder = Recorder(context, TOPICS, name=f'{name}_recorder')
@@ -59,7 +57,7 @@ class Rig:
         spinning.add(self.recorder.node)
 
     def ready(self) -> 'Rig':
-        self.tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+        wait_hellos(self.node.bridge, 1)
         wait_matched(self.node.bridge.publishers.values())
         self.clouds_after(0)
         return self
@@ -104,10 +102,10 @@ def proxied(emulator_factory, rigs):
 def test_random_bytes_after_the_hello_reconnect_and_clouds_come_back(proxied, capfd):
     _, proxy, rig = proxied
     proxy.drop_all()
-    rig.tap.wait(lambda tap: len(tap.of(HelloFrame)) == 2, what='the second Hello')
+    wait_hellos(rig.node.bridge, 2)
     # Fires on the first frame after the new Hello: the bytes come right after it.
     assert proxy.inject('garbage', size=2000, seed=3).wait(WAIT_S)
-    rig.tap.wait(lambda tap: len(tap.of(HelloFrame)) == 3, what='the third Hello')
+    wait_hellos(rig.node.bridge, 3)
     rig.clouds_after(rig.recorder.count('lidar/points'))
     values = rig.diagnostics(lambda values: values['bad_frames'] == '1'
                              and values['connected'] == 'true')
@@ -158,7 +156,7 @@ def test_stalled_stream_stays_connected_and_resumes(proxied):
 def test_dropped_connection_comes_back_and_diagnostics_say_so(proxied):
     _, proxy, rig = proxied
     assert proxy.inject('drop', frame_type=FrameType.CAMERA).wait(WAIT_S)
-    rig.tap.wait(lambda tap: len(tap.of(HelloFrame)) == 2, what='the second Hello')
+    wait_hellos(rig.node.bridge, 2)
     rig.clouds_after(rig.recorder.count('lidar/points'))
     values = rig.diagnostics(lambda values: values['reconnects'] == '1'
                              and values['connected'] == 'true')
@@ -173,7 +171,7 @@ def test_second_node_on_the_same_stream_waits_for_the_first(emulator_factory, ri
     # Queued by the simulator: connected at the TCP level, but no Hello and no data.
     wait_until(lambda: second.node.bridge.connected, what='the queued connection')
     first.clouds_after(first.recorder.count('lidar/points'))
-    assert second.tap.frames == []
+    assert second.node.bridge.stats['frames'] == 0
     # ...and its diagnostics say why nothing comes.
     waiting = second.recorder.wait_for('/diagnostics', lambda message: any(
         'no Hello' in status.message for status in message.status))
@@ -208,8 +206,7 @@ def test_memory_of_the_node_never_follows_a_claimed_length(rigs):
                 base, _ = tracemalloc.get_traced_memory()
                 for count, kind in enumerate((FrameType.LIDAR, FrameType.CAMERA) * 3, start=2):
                     assert proxy.inject('huge_header', frame_type=kind).wait(WAIT_S)
-                    rig.tap.wait(lambda tap: len(tap.of(HelloFrame)) == count,
-                                 what='the reconnection')
+                    wait_hellos(rig.node.bridge, count)
                 rig.clouds_after(rig.recorder.count('lidar/points'))
                 _, peak = tracemalloc.get_traced_memory()
             finally:

@@ -24,12 +24,12 @@ from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.faults import UNKNOWN_FRAME_TYPE
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.frame_reader import FrameReader
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.limits import LIDAR_POINT_STEP
 from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
-from acres_bridge.protocol.stream import FrameReader
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 from acres_devkit.ports import free_port
 
 WAIT_S = 10.0
@@ -122,7 +122,7 @@ def recovered(watcher: Watcher, client: SensorStreamClient, connection: int = 2)
 
 
 def test_bad_magic_mid_stream_reconnects_and_data_flows_again(rig, caplog):
-    caplog.set_level(logging.WARNING, logger='acres_bridge.protocol.stream')
+    caplog.set_level(logging.WARNING, logger='acres_bridge.protocol.stream_client')
     _, proxy, client, watcher = rig()
     assert proxy.inject('bad_magic', frame_type=FrameType.LIDAR).wait(WAIT_S)
     recovered(watcher, client)

@@ -27,7 +27,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import pytest
 
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 
 EXAMPLES = int(os.environ.get('ACRES_FUZZ_EXAMPLES', '200'))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,

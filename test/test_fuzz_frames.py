@@ -31,15 +31,15 @@ import pytest
 from support.socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
-from acres_bridge.protocol import stream
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.frame_reader import FrameReader
+from acres_bridge.protocol.frame_reader import READ_AHEAD_BYTES
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.hello import Hello
 from acres_bridge.protocol.limits import LIDAR_POINT_STEP
-from acres_bridge.protocol.stream import FrameReader
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 EXAMPLES = int(os.environ.get('ACRES_FUZZ_EXAMPLES', '200'))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
@@ -174,7 +174,7 @@ def read_everything(reader: FrameReader, sock: ChunkedSocket) -> list[frames.Fra
         assert reader.bytes_read - consumed >= frames.HEADER_SIZE + frame.header.payload_size
         # What was received is read or waits in the read-ahead, nothing more.
         assert reader.bytes_read + reader.buffered == sock.position
-        assert reader.buffered <= stream.READ_AHEAD_BYTES
+        assert reader.buffered <= READ_AHEAD_BYTES
         assert reader.buffer_size <= LIMIT
         decoded.append(frame)
     return decoded

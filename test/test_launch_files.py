@@ -78,9 +78,17 @@ INSTALLED = {str((ROOT / source).resolve()) for _, sources in SETUP['data_files'
              for source in sources}
 
 
-def _parameters_module() -> types.ModuleType:
-    from acres_bridge.runtime import parameters  # a missing module is a failure, not a skip
-    return parameters
+def _parameters_module() -> types.SimpleNamespace:
+    """Return the node parameter sets, each beside its node (a missing one fails the test)."""
+    from acres_bridge.control import parameters as control
+    from acres_bridge.sensors import parameters as sensors
+    from acres_bridge.session import parameters as session
+    return types.SimpleNamespace(
+        SENSOR_BRIDGE_PARAMETERS=sensors.SENSOR_BRIDGE_PARAMETERS,
+        SIM_CONTROL_PARAMETERS=control.SIM_CONTROL_PARAMETERS,
+        BRIDGE_PARAMETERS=session.BRIDGE_PARAMETERS,
+        sensor_bridge_parameters_from_values=sensors.sensor_bridge_parameters_from_values,
+        bridge_parameters_from_values=session.bridge_parameters_from_values)
 
 
 def _recorder_parameters_module() -> types.ModuleType:

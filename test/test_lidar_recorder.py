@@ -18,9 +18,10 @@ from sensor_msgs.msg import PointCloud2
 from sensor_msgs.msg import PointField
 from support.dataset_drive import bridge_cloud
 from support.emulator_probe import JsonChannel
-from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_matched
 from support.sensor_bridge_graph import wait_until
+from support.wire_tap import WireTap
 
 from acres_bridge.conversions.lidar import cloud_to_array
 from acres_bridge.dataset import LidarSet
@@ -47,16 +48,16 @@ def _recorder(context, root, **parameters) -> LidarRecorderNode:
 
 @pytest.fixture
 def session(ros_context, spinning, emulator_factory, tmp_path):
-    """Start the emulator (lockstep), a sensor bridge with a tap, and give a step function."""
+    """Start the emulator (lockstep), a sensor bridge behind a wire tap, and a step channel."""
     emulator = emulator_factory(lockstep=True)
-    tap = FrameTap()
-    bridge = SensorBridgeNode(context=ros_context, namespace='polaris', on_frame=tap.tap,
+    tap = WireTap(emulator.sensor_ports[0])
+    bridge = SensorBridgeNode(context=ros_context, namespace='polaris',
                               parameter_overrides=[
-                                  Parameter('port', value=emulator.sensor_ports[0]),
+                                  Parameter('port', value=tap.port),
                                   Parameter('point_fields', value='xyzirt'),
                                   Parameter('reconnect_s', value=0.1)])
     spinning.add(bridge)
-    tap.wait(lambda t: t.of(HelloFrame), what='the Hello')
+    wait_until(lambda: streaming(bridge.bridge), TIMEOUT_S, 'the Hello')
     channel = JsonChannel(emulator.control_port)
     nodes = [bridge]
 
@@ -69,6 +70,7 @@ def session(ros_context, spinning, emulator_factory, tmp_path):
     spinning.shutdown()
     for node in reversed(nodes):
         node.destroy_node()
+    tap.close()
 
 
 def _step(channel: JsonChannel, scans: int) -> None:

@@ -22,14 +22,14 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 from support.emulator_probe import JsonChannel
-from support.sensor_bridge_graph import FrameTap
+from support.sensor_bridge_graph import streaming
 from support.sensor_bridge_graph import wait_until
+from support.wire_tap import WireTap
 
 from acres_bridge.dataset import LidarSet
 from acres_bridge.dataset.calibration import lens_centres
 from acres_bridge.dataset.format import DatasetError
 from acres_bridge.dataset.format import RANGE_STEP_M
-from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 
@@ -80,13 +80,13 @@ class Recorder:
 @pytest.fixture
 def session(ros_context, spinning, emulator_factory):
     emulator = emulator_factory(lockstep=True)
-    tap = FrameTap()
-    bridge = SensorBridgeNode(context=ros_context, namespace='polaris', on_frame=tap.tap,
+    tap = WireTap(emulator.sensor_ports[0])
+    bridge = SensorBridgeNode(context=ros_context, namespace='polaris',
                               parameter_overrides=[
-                                  Parameter('port', value=emulator.sensor_ports[0]),
+                                  Parameter('port', value=tap.port),
                                   Parameter('reconnect_s', value=0.1)])
     spinning.add(bridge)
-    tap.wait(lambda t: t.of(HelloFrame), what='the Hello')
+    wait_until(lambda: streaming(bridge.bridge), TIMEOUT_S, 'the Hello')
     channel = JsonChannel(emulator.control_port)
     started: list[Recorder] = []
     yield tap, channel, bridge, started
@@ -96,6 +96,7 @@ def session(ros_context, spinning, emulator_factory):
     channel.close()
     spinning.shutdown()
     bridge.destroy_node()
+    tap.close()
 
 
 def _rows(folder: Path) -> int:
@@ -111,7 +112,7 @@ def _subscribed(bridge, count: int = 1) -> None:
                f'{count} subscription to the clouds')
 
 
-def _check_scans(folder: Path, tap: FrameTap) -> LidarSet:
+def _check_scans(folder: Path, tap: WireTap) -> LidarSet:
     """Every stored scan is the frame of its stamp, within half a range step."""
     sequence = LidarSet.open('proc', root=folder.parents[1])['run']
     frames = {round(frame.header.stamp_s * 1e9): frame for frame in tap.of(LidarFrame)}

@@ -10,19 +10,19 @@ from rcl_interfaces.msg import ParameterType
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from acres_bridge.runtime.parameters import BRIDGE_PARAMETERS
-from acres_bridge.runtime.parameters import bridge_parameters_from_values
-from acres_bridge.runtime.parameters import BridgeParameters
-from acres_bridge.runtime.parameters import declare_bridge_parameters
-from acres_bridge.runtime.parameters import declare_sensor_bridge_parameters
-from acres_bridge.runtime.parameters import declare_sim_control_parameters
+from acres_bridge.control.parameters import declare_sim_control_parameters
+from acres_bridge.control.parameters import SIM_CONTROL_PARAMETERS
+from acres_bridge.control.parameters import sim_control_parameters_from_values
+from acres_bridge.control.parameters import SimControlParameters
 from acres_bridge.runtime.parameters import ParameterError
-from acres_bridge.runtime.parameters import SENSOR_BRIDGE_PARAMETERS
-from acres_bridge.runtime.parameters import sensor_bridge_parameters_from_values
-from acres_bridge.runtime.parameters import SensorBridgeParameters
-from acres_bridge.runtime.parameters import SIM_CONTROL_PARAMETERS
-from acres_bridge.runtime.parameters import sim_control_parameters_from_values
-from acres_bridge.runtime.parameters import SimControlParameters
+from acres_bridge.sensors.parameters import declare_sensor_bridge_parameters
+from acres_bridge.sensors.parameters import SENSOR_BRIDGE_PARAMETERS
+from acres_bridge.sensors.parameters import sensor_bridge_parameters_from_values
+from acres_bridge.sensors.parameters import SensorBridgeParameters
+from acres_bridge.session.parameters import BRIDGE_PARAMETERS
+from acres_bridge.session.parameters import bridge_parameters_from_values
+from acres_bridge.session.parameters import BridgeParameters
+from acres_bridge.session.parameters import declare_bridge_parameters
 
 
 def test_the_defaults_are_the_contracts():

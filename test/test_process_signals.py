@@ -123,7 +123,7 @@ def test_sigterm_ends_a_publishing_sensor_bridge_with_exit_0(emulator_factory):
 def test_the_first_signal_asks_for_the_stop_and_a_second_sigterm_ends_at_once():
     script = textwrap.dedent('''
         import os, signal
-        from acres_bridge.runtime.process import StopRequest
+        from acres_bridge.runtime.stop_request import StopRequest
         stop = StopRequest()
         stop.install()
         os.kill(os.getpid(), signal.SIGTERM)
@@ -150,7 +150,7 @@ def test_once_the_stop_began_sigterm_is_left_to_the_kernel():
     """
     script = textwrap.dedent('''
         import signal
-        from acres_bridge.runtime.process import StopRequest
+        from acres_bridge.runtime.stop_request import StopRequest
         stop = StopRequest()
         stop.install()
         print('running:', signal.getsignal(signal.SIGTERM) == stop._on_signal, flush=True)

@@ -15,8 +15,8 @@ import time
 
 from rclpy.parameter import Parameter
 
-from acres_bridge.protocol.control import ControlClient
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.control_client import ControlClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 from acres_bridge.sensors.sensor_node import SensorBridgeNode
 from acres_devkit.ports import free_port
 
@@ -102,9 +102,9 @@ def test_a_client_without_a_handler_reports_to_python_logging(caplog):
         client.stop()
         server.close()
     texts = [(record.name, record.levelno, record.getMessage()) for record in caplog.records]
-    assert texts[0] == ('acres_bridge.protocol.stream', logging.INFO,
+    assert texts[0] == ('acres_bridge.protocol.stream_client', logging.INFO,
                         f'sensor stream polaris: connected to 127.0.0.1:{server.port}')
-    assert texts[1][:2] == ('acres_bridge.protocol.stream', logging.WARNING)
+    assert texts[1][:2] == ('acres_bridge.protocol.stream_client', logging.WARNING)
     assert texts[1][2].startswith('sensor stream polaris: bad frame (reconnecting): bad magic')
     assert texts[2][2].startswith('sensor stream polaris: disconnected: bad frame: bad magic')
 

@@ -22,11 +22,11 @@ import pytest
 from acres_bridge.emulator import server as emulator_server
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.server import Emulator
-from acres_bridge.emulator.streams import SensorStreamServer
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.emulator.stream_server import SensorStreamServer
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Names a patched resolver maps elsewhere: no lookup ever leaves the process.
@@ -194,11 +194,14 @@ def test_emulator_process_listens_on_its_reported_loopback_ports_only():
 
 @pytest.mark.parametrize('host', BAD_HOSTS)
 def test_node_parameters_refuse_other_hosts(guarded, host):
-    from acres_bridge.runtime import parameters  # a missing module is a failure, not a skip
-    for validate in (parameters.sensor_bridge_parameters_from_values,
-                     parameters.sim_control_parameters_from_values,
-                     parameters.bridge_parameters_from_values):
-        with pytest.raises(parameters.ParameterError, match='^parameter host: '):
+    # A missing module is a failure, not a skip.
+    from acres_bridge.control.parameters import sim_control_parameters_from_values
+    from acres_bridge.runtime.parameters import ParameterError
+    from acres_bridge.sensors.parameters import sensor_bridge_parameters_from_values
+    from acres_bridge.session.parameters import bridge_parameters_from_values
+    for validate in (sensor_bridge_parameters_from_values, sim_control_parameters_from_values,
+                     bridge_parameters_from_values):
+        with pytest.raises(ParameterError, match='^parameter host: '):
             validate({'host': host})
     assert guarded == []
 

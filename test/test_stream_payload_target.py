@@ -21,11 +21,11 @@ from support.socket_doubles import ChunkedSocket
 
 from acres_bridge.protocol import frames
 from acres_bridge.protocol.errors import FrameError
+from acres_bridge.protocol.frame_reader import FrameReader
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.limits import SUB_HEADER_SIZE
-from acres_bridge.protocol.stream import FrameReader
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 DATA = pathlib.Path(__file__).parent / 'data'
 COLUMNS, RINGS = 6, 4

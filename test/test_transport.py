@@ -22,15 +22,16 @@ from support.socket_doubles import LoopbackServer
 from support.waiting import wait_until
 
 from acres_bridge.protocol import frames
-from acres_bridge.protocol import stream
+from acres_bridge.protocol import stream_client
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
+from acres_bridge.protocol.frame_reader import FrameReader
+from acres_bridge.protocol.frame_reader import READ_AHEAD_BYTES
 from acres_bridge.protocol.frames import FrameType
 from acres_bridge.protocol.hello import encode_hello_payload
 from acres_bridge.protocol.limits import MAX_SENSOR_PAYLOAD
 from acres_bridge.protocol.sockets import require_loopback
-from acres_bridge.protocol.stream import FrameReader
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 DATA = pathlib.Path(__file__).parent / 'data'
 WAIT_S = 5.0
@@ -157,7 +158,7 @@ def test_small_frames_that_arrive_together_take_one_receive():
 
 
 def test_payloads_beyond_the_read_ahead_land_in_one_reused_buffer():
-    columns = stream.READ_AHEAD_BYTES // (16 * RINGS) + 1
+    columns = READ_AHEAD_BYTES // (16 * RINGS) + 1
     hello = hello_dict()
     hello['lidar'].update(columns=columns)
     first_points, second_points = lidar_points(0.0, columns), lidar_points(1000.0, columns)
@@ -169,7 +170,7 @@ def test_payloads_beyond_the_read_ahead_land_in_one_reused_buffer():
     reader.read_frame()
     first = reader.read_frame()
     size = frames.lidar_payload_size(columns, RINGS)
-    assert reader.buffer_size == size > stream.READ_AHEAD_BYTES
+    assert reader.buffer_size == size > READ_AHEAD_BYTES
     assert np.frombuffer(first.points, '<f4')[0] == 0.0
     assert isinstance(reader.read_frame(), frames.ClockFrame)
     second = reader.read_frame()
@@ -598,7 +599,7 @@ def test_client_refuses_bad_hosts_and_ports(host, port, message):
 
 
 def test_stats_rate_and_latency_cover_the_window():
-    stats = stream._TypeStats()
+    stats = stream_client._TypeStats()
     client = SensorStreamClient('127.0.0.1', 5601, name='rates', on_frame=print,
                                 stats_window_s=1.0)
     now = time.monotonic()

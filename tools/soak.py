@@ -225,7 +225,7 @@ def _emulator_drops(log_path: str) -> dict[str, tuple[int, int]]:
 
 
 def _set_state(control_port: int, state: int) -> None:
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     client = ControlClient('127.0.0.1', control_port, timeout_s=10.0)
     client.start()
     try:

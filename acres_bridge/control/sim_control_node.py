@@ -43,6 +43,8 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
 
 from acres_bridge.control.acres_services import AcresServices
+from acres_bridge.control.parameters import declare_sim_control_parameters
+from acres_bridge.control.parameters import SimControlParameters
 from acres_bridge.control.simulation_services import SimulationServices
 from acres_bridge.conversions.acres import episode_from_event
 from acres_bridge.conversions.diagnostics import control_stats_to_status
@@ -52,14 +54,12 @@ from acres_bridge.conversions.simulation import add_warning
 from acres_bridge.conversions.simulation import detect_shape
 from acres_bridge.conversions.simulation import failed_result
 from acres_bridge.conversions.simulation import result_from_reply
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.runtime.futures import FutureWaiter
 from acres_bridge.runtime.logs import protocol_log
-from acres_bridge.runtime.parameters import declare_sim_control_parameters
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
-from acres_bridge.runtime.parameters import SimControlParameters
 
 DEFAULT_PHYSICS_HZ = 120
 # A step may take this many times its simulated duration on the wall clock before it times

@@ -1,6 +1,11 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
+# Over 500 lines in one module on purpose: it is the one mapping of the control channel's
+# replies (seed 004) onto simulation_interfaces, read by control/simulation_services.py, and its
+# functions share the interface shape (InterfaceShape) and the reply checks; split, each part
+# would import the rest.
+
 """
 Control channel replies <-> simulation_interfaces messages.
 

@@ -26,9 +26,7 @@ that fired, and stops on Ctrl-C or SIGTERM with exit 0; a bad argument exits 2 w
 
 import argparse
 from collections.abc import Sequence
-import signal
 import sys
-import threading
 from typing import Any
 
 from acres_bridge.emulator.faults import CONTROL_ACTIONS
@@ -37,6 +35,7 @@ from acres_bridge.emulator.faults import STREAM_ACTIONS
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FRAME_NAMES
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.runtime.stop_request import StopRequest
 
 # What the tool gives an option the proxy would otherwise leave open (a stall until released).
 _TOOL_DEFAULTS = {'stall': {'duration_s': 2.0}}
@@ -115,9 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TransportError, ValueError) as exc:
         print(f'acres_fault_proxy: {exc}', file=sys.stderr)
         return 2
-    stop = threading.Event()
-    previous = {signum: signal.signal(signum, lambda signum, frame: stop.set())
-                for signum in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopRequest()
+    stop.install()
     try:
         try:
             proxy.start()
@@ -130,23 +128,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         _run_schedule(proxy, faults, args.interval_s, args.repeat, stop)
         stop.wait()
     finally:
+        stop.stopping()
         proxy.stop()
-        for signum in previous:
-            signal.signal(signum, signal.SIG_IGN if stop.is_set() else previous[signum])
     return 0
 
 
 def _run_schedule(proxy: FaultProxy, faults: list[tuple[str, str, dict[str, Any]]],
-                  interval_s: float, repeat: bool, stop: threading.Event) -> None:
+                  interval_s: float, repeat: bool, stop: StopRequest) -> None:
     """Arm each fault after ``interval_s`` and report it once it fired, until ``stop``."""
     number = 0
-    while faults and not stop.is_set():
+    while faults and not stop.requested:
         for text, action, keywords in faults:
             if stop.wait(interval_s):
                 return
             fault = proxy.inject(action, **keywords)
             while not fault.wait(0.5):
-                if stop.is_set():
+                if stop.requested:
                     return
             number += 1
             print(f'acres_fault_proxy: fault {number} fired: {text}', flush=True)

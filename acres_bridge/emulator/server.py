@@ -18,18 +18,20 @@ sensors=5601,5602``, control=0 without a channel) on stdout.
 import argparse
 from collections.abc import Sequence
 import logging
-import signal
 import sys
 import threading
 from typing import Any
 
-from acres_bridge.emulator.control import ControlServer
-from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.control_server import ControlServer
+from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback
+from acres_bridge.runtime.stop_request import StopRequest
 
 logger = logging.getLogger(__name__)
+# How often main() looks for a stop request while the emulator runs: the longest a signal waits.
+STOP_POLL_S = 0.1
 
 
 class Emulator:
@@ -216,19 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TransportError, ValueError) as exc:
         print(f'acres_sim_emulator: {exc}', file=sys.stderr)
         return 2
-    signalled = threading.Event()
-    started = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        # Ctrl-C under ros2 launch brings two SIGINTs (the terminal's, then launch's own):
-        # the first stops the emulator, the ones after it are part of the same request.
-        if not signalled.is_set():
-            signalled.set()
-            if started.is_set():
-                threading.Thread(target=emulator.stop, name='sim-signal', daemon=True).start()
-
-    previous = {signum: signal.signal(signum, on_signal)
-                for signum in (signal.SIGINT, signal.SIGTERM)}
+    # The first SIGINT or SIGTERM asks for the stop; the main loop sees it within a wait.
+    stop = StopRequest()
+    stop.install()
     try:
         try:
             emulator.start()
@@ -236,20 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f'acres_sim_emulator: cannot open the control port {args.control_port}: '
                   f'{exc.strerror or exc}', file=sys.stderr)
             return 1
-        started.set()
-        if signalled.is_set():          # a signal during start: stop now that it is started
-            emulator.stop()
-        else:
+        if not stop.requested:          # a signal during start: stop now that it is started
             print(f'ACRES_SIM_EMULATOR_READY control={emulator.control_port} '
                   f'sensors={",".join(str(port) for port in emulator.sensor_ports)}', flush=True)
-        while not emulator.wait(0.5):
+        while not stop.requested and not emulator.wait(STOP_POLL_S):
             pass
     finally:
+        stop.stopping()
         emulator.stop()
-        for signum, handler in previous.items():
-            # After a signal the process is ending: a late repeat must not turn exit 0 into a
-            # KeyboardInterrupt or a death by signal, so it is ignored rather than restored.
-            signal.signal(signum, signal.SIG_IGN if signalled.is_set() else handler)
     return 0
 
 

@@ -42,16 +42,15 @@ try:
 except ImportError:  # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks
 
-# How long a message may wait for the view's thread: below a viewer's frame (16 ms at 60 Hz).
-# Each wake of a thread costs some 55 us of CPU on a 2-core virtual machine (time.sleep; twice
-# that with threading.Event.wait): 100 wakes a second are 0.0055 of a core.
+# How long a message may wait for the view's thread: below a viewer's frame (16 ms at 60 Hz),
+# and few enough wakes a second that their CPU is small against the messages'
+# (docs/benchmarks.md, "The Foxglove view's cost", has a wake's cost).
 TAKE_PERIOD_S = 0.01
 # A pass that takes more than BUSY_PASS messages (at 1x a pass takes about 5, at 10x some 55
 # in 10 ms) is followed after BUSY_PERIOD_S, and yields the CPU after each message it hands to
 # the SDK: its sending thread then writes each at once, as it did when an executor woke per
-# message. Without the yield, a protocol client got 60-70 % of what the executor's view sent it
-# at 10x on two cores, with it 95-112 % (clocks and INS the most); the SDK drops what a
-# client's queue cannot hold.
+# message. Without the yield a protocol client got markedly less at 10x on two cores (the SDK
+# drops what a client's queue cannot hold; docs/benchmarks.md, "The Foxglove view's cost").
 BUSY_PASS = 8
 BUSY_PERIOD_S = 0.001
 CLOCK_TOPIC = '/clock'

@@ -28,7 +28,7 @@ from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.srv import GetSimulationState
 from simulation_interfaces.srv import StepSimulation
 
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.runtime import dds
 from acres_devkit import dds_environment
 

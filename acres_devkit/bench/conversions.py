@@ -61,7 +61,7 @@ from acres_bridge.emulator.server import Emulator
 from acres_bridge.protocol import frames
 from acres_bridge.protocol import hello as hello_schema
 from acres_bridge.protocol.frames import FrameType
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 
 def decode(frame_type: int, payload: bytes, hello: hello_schema.Hello | None,

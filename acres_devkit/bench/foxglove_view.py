@@ -64,7 +64,7 @@ TARGET_RSS_GROWTH_MB = 20.0 * 1.048576     # 20 MiB
 def run_side(side: str, *, seconds: float, domain_id: int, work_dir: str,
              prefix: str, profile_view: str | None = None) -> dict[str, Any]:
     """Run one measurement with a view side; return its figures (profile_view: a folder)."""
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     tag = f'{side}-{int(time.time() * 1000) % 10_000_000}'
     env = harness.dds_env('stock', domain_id, None, prefix)
     me = [harness.prefix_python(prefix), '-m', 'acres_devkit.bench.sensor']

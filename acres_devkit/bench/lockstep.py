@@ -114,9 +114,9 @@ def role_emulator(args: argparse.Namespace) -> int:
 
 def role_raw(args: argparse.Namespace) -> int:
     """Step back to back through the seed protocol, reading every frame to each barrier."""
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     from acres_bridge.protocol.frames import BarrierFrame
-    from acres_bridge.protocol.stream import SensorStreamClient
+    from acres_bridge.protocol.stream_client import SensorStreamClient
     condition = threading.Condition()
     barriers: dict[int, int] = {}
     frames = [0]

@@ -23,9 +23,9 @@ import numpy as np
 
 from acres_bridge.emulator.sensors.layouts import hello_layout
 from acres_bridge.protocol import frames
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.hello import encode_hello_payload
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 
 
 def _sensor_sender(ports: multiprocessing.Queue, seconds: float, rate_hz: float) -> None:

@@ -40,17 +40,17 @@ from acres_devkit.bench.topics import TOPICS
 
 def role_emulator(args: argparse.Namespace) -> int:
     """Run the emulator in lockstep; record (type, stamp key, publish time) per queued frame."""
-    from acres_bridge.emulator import streams
+    from acres_bridge.emulator import stream_server
     from acres_bridge.emulator.server import Emulator
     records: list[tuple[int, int, float]] = []
-    original = streams.encode_header
+    original = stream_server.encode_header
 
     def recording_encode_header(frame_type: int, **fields: Any) -> bytes:
         # Every queued frame's header is made here, with the publish time that goes on the wire.
         records.append((int(frame_type), stamp_key(fields['stamp_s']), fields['publish_s']))
         return original(frame_type, **fields)
 
-    streams.encode_header = recording_encode_header
+    stream_server.encode_header = recording_encode_header
     if args.nice:
         # Below the bridge and the subscriber: when they wake on a busy machine they get the
         # CPU first, as they would beside a simulator on cores of its own.
@@ -343,7 +343,7 @@ def role_control(args: argparse.Namespace) -> int:
     Across two hosts the emulator's loopback is host A's, out of the harness's reach: each
     stdin line ``op {json fields}`` becomes one request, answered ``REPLY {json}``.
     """
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     control = ControlClient(port=args.port, name='benchmark')
     control.start()
     commands = Commands()

@@ -258,7 +258,7 @@ def run_once(mode: str, config: str, rate: float, *, seconds: float, domain_id: 
     with ``config`` one of tools/bench_two_hosts.py's (play only), and the subscriber from
     ``subscriber_prefix`` if given (a reader of another distribution's Fast DDS).
     """
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     tag = run_tag(mode, config, drive, rate)
     fast_dds = dds.find_fast_dds([os.path.join(prefix, 'lib')])
     wrapper_a: tuple[str, ...] = ()

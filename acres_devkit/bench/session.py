@@ -264,7 +264,7 @@ class _ControlDriver:
     """The same commands straight over the control channel (no session, no sim_control)."""
 
     def __init__(self, port: int) -> None:
-        from acres_bridge.protocol.control import ControlClient
+        from acres_bridge.protocol.control_client import ControlClient
         self._client = ControlClient(port=port, name='bench_session')
         self._client.start()
 

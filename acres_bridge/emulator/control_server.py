@@ -1,6 +1,11 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
+# Over 500 lines in one module on purpose: the control channel's state machine (play, step,
+# set_state) answers on the client's bounded connection from its own threads (a step's, the
+# play loop's), in order with the episode events, so the two are one piece; the ops themselves
+# are apart (emulator/ops.py).
+
 """
 The simulator control channel of the emulator (seed 004).
 
@@ -48,9 +53,9 @@ from acres_bridge.emulator.ops import RESULT_OK
 from acres_bridge.emulator.ops import SCOPE_ALL
 from acres_bridge.emulator.ops import SCOPE_TIME_WARNING
 from acres_bridge.emulator.ops import STOPPED
-from acres_bridge.emulator.streams import listen
-from acres_bridge.emulator.streams import SensorStreamServer
-from acres_bridge.emulator.streams import serve_clients
+from acres_bridge.emulator.stream_server import listen
+from acres_bridge.emulator.stream_server import SensorStreamServer
+from acres_bridge.emulator.stream_server import serve_clients
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import require_loopback

@@ -14,7 +14,7 @@ sequence number, and the counter continues across connections.
 Flow control: a LiDAR or camera frame that would take the queue above 96 MiB is dropped, and any
 frame that would take it above 192 MiB. Drops are counted by type.
 
-Log lines (logger ``acres_bridge.emulator.streams``, one line each)::
+Log lines (logger ``acres_bridge.emulator.stream_server``, one line each)::
 
     ACRES_SENSOR_STREAM_LISTENING agent=<name> port=<port>
     ACRES_SENSOR_STREAM_LISTEN_FAILED agent=<name> port=<port>
