@@ -20,6 +20,6 @@ def test_only_the_rain_rate_keeps_the_sky(ros_context):
             set_weather=True, weather_rain_mm_h=6.5))
         assert rain_only.result.result == Result.RESULT_OK, rain_only.result.error_message
         assert rain_only.message == 'weather storm rain 6.5 mm/h'
-        assert emulator.requests[-1] == {'op': 'set_conditions', 'weather': {'rain_mm_h': 6.5},
-                                         'id': emulator.requests[-1]['id']}
+        last = emulator.requests.last()
+        assert last == {'op': 'set_conditions', 'weather': {'rain_mm_h': 6.5}, 'id': last['id']}
         assert emulator.world.conditions['weather'] == {'preset': 'storm', 'rain_mm_h': 6.5}

@@ -55,7 +55,7 @@ def _feedback(graph: ControlGraph, goal_handle) -> list[tuple[int, int]]:
 
 def _step_requests(emulator: Emulator) -> list[dict]:
     return [{key: value for key, value in request.items() if key != 'id'}
-            for request in emulator.requests if request.get('op') == 'step']
+            for request in emulator.requests.since() if request.get('op') == 'step']
 
 
 def test_simulate_steps_gives_feedback_from_each_progress_event(graph, emulator):

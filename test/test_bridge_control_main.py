@@ -51,7 +51,7 @@ def test_the_executable_serves_the_emulator_and_ends_on_sigint(emulator_factory,
         assert response.state.state == 2
         assert {'op': 'get_state'} in [
             {key: value for key, value in request.items() if key != 'id'}
-            for request in emulator.requests]
+            for request in emulator.requests.since()]
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -141,7 +141,7 @@ def test_each_step_answers_after_every_message_of_the_step_was_published(session
 
     assert {topic: count for topic, count in recorder.snapshot().items()} == {
         topic: count * 3 for topic, count in expected.items()}
-    steps_sent = [r['steps'] for r in emulator.requests if r.get('op') == 'step']
+    steps_sent = [r['steps'] for r in emulator.requests.since() if r.get('op') == 'step']
     assert steps_sent == [STEPS] * 3
 
 

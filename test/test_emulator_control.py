@@ -78,7 +78,7 @@ def test_hello_describes_the_session_and_the_bound_ports(game):
     assert reply['agents'] == [{
         'name': 'polaris', 'vehicle': 'polaris', 'index': 0, 'implement': '',
         'sensor_stream': game.emulator.sensor_ports[0], 'rl_port': 0, 'can_udp': 0}]
-    assert game.emulator.requests[-1] == {'id': reply['id'], 'op': 'hello'}
+    assert game.emulator.requests.last() == {'id': reply['id'], 'op': 'hello'}
 
 
 def test_core_hello_is_headless_with_source_and_exact_time(core):
@@ -95,7 +95,7 @@ def test_unknown_op_and_lines_that_are_not_json_objects(game):
         reply = game.reply()
         assert 'id' not in reply
         _refused(reply, 4)
-    assert game.emulator.requests == [{'id': 101, 'op': 'frobnicate'}]
+    assert game.emulator.requests.since() == [{'id': 101, 'op': 'frobnicate'}]
 
 
 def test_get_state_and_set_state(game):

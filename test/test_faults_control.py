@@ -199,7 +199,7 @@ def test_simulator_restart_fails_waiting_calls_and_the_client_serves_the_new_one
         events.wait(lambda: len(events.events) == 2, 'the new episode event')
         serves(client)
         assert events.events[1]['seed'] == 7
-        assert second.requests[-1]['op'] == 'get_state'
+        assert second.requests.last()['op'] == 'get_state'
     finally:
         client.stop()
 

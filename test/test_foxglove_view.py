@@ -238,7 +238,7 @@ def test_a_service_call_through_the_view_steps_the_emulator(rig, clients):
     assert encoding == 'cdr', payload
     response = deserialize_message(payload, StepSimulation.Response)
     assert response.result.result == Result.RESULT_OK, response.result.error_message
-    assert [r['steps'] for r in rig.emulator.requests if r.get('op') == 'step'] == [7]
+    assert [r['steps'] for r in rig.emulator.requests.since() if r.get('op') == 'step'] == [7]
 
 
 def test_a_client_of_the_older_subprotocol_alone_is_refused_with_http_400(rig):
@@ -261,7 +261,7 @@ def test_bad_client_messages_get_errors_and_the_server_keeps_serving(rig, client
     assert all(status['level'] == 2 for status in client.statuses), client.statuses
     verdict, text = client.call('/step_simulation', b'\x00\x01\x00\x00\xff')
     assert verdict == 'failure' and 'StepSimulation' in text
-    assert not [r for r in rig.emulator.requests if r.get('op') == 'step']
+    assert not [r for r in rig.emulator.requests.since() if r.get('op') == 'step']
     client.subscribe('/clock')
     # The view subscribes in ROS once the client has: a step before that is not the view's.
     wait_until(lambda: rig.view_subscribes('/clock'), timeout_s=WAIT_S,

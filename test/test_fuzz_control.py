@@ -196,7 +196,7 @@ def emulator_lines():
 def test_emulator_answers_every_request_once_with_a_known_code(emulator_lines, batch, caplog):
     emulator, sock, replies = emulator_lines
     caplog.clear()
-    first = len(emulator.requests)
+    first = emulator.requests.count
     data = b''.join(json.dumps({**request, 'id': first + index},
                                allow_nan=True).encode() + b'\n'
                     for index, request in enumerate(batch))

@@ -21,9 +21,9 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
 
 from acres_bridge.emulator.control import ControlServer
+from acres_bridge.emulator.control import RequestLog
 from acres_bridge.emulator.streams import SensorStreamServer
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.errors import TransportError
@@ -98,8 +98,8 @@ class Emulator:
         return [stream.port if stream is not None else 0 for stream in self.streams]
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
-        """Every JSON request the control channel received, parsed, in order."""
+    def requests(self) -> RequestLog:
+        """The JSON requests the control channel received: their count and the recent ones."""
         return self.control.requests
 
     def start(self) -> 'Emulator':
