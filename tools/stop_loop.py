@@ -5,7 +5,7 @@
 """
 Stop each launch file with Ctrl-C many times in a row and count the clean stops.
 
-Each stop is test/test_launch_stops.py's (test/support/launch_stops.py): the real
+Each stop is test/system/launch/test_launch_stops.py's (test/support/launch_stops.py): the real
 ``ros2 launch`` of this interpreter's prefix, a client that waits for /clock and every agent's
 clouds (and steps a lockstep session through the stop), SIGINT to the process group, then the
 checks. Prints a
