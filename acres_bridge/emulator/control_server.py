@@ -61,7 +61,11 @@ from acres_bridge.protocol.lines import LineSplitter
 from acres_bridge.protocol.sockets import require_loopback
 
 # FEATURES and SCOPE_TIME_WARNING stay importable from here (emulator/ops.py defines them).
-__all__ = ['ControlServer', 'FEATURES', 'MAX_UNSENT_BYTES', 'reply_line', 'SCOPE_TIME_WARNING']
+__all__ = ['ControlServer', 'FEATURES', 'KEPT_REQUESTS', 'MAX_UNSENT_BYTES', 'reply_line',
+           'RequestLog', 'SCOPE_TIME_WARNING']
+
+# The requests a RequestLog keeps: the recent ones a check looks back on, never a soak's all.
+KEPT_REQUESTS = 4096
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +180,56 @@ class _Connection:
             self._writer.join(timeout_s)
 
 
+class RequestLog:
+    """
+    The JSON requests the control channel received: how many, and the most recent ones.
+
+    A soak sends requests without end, so only the last ``keep`` are kept. A reader marks a
+    point with :attr:`count` and reads what came after it with :meth:`since`, which refuses
+    (LookupError) when requests after the mark have already been dropped: a check never sees
+    part of what it asked for. Appended by the channel's reader thread, read by any thread.
+    """
+
+    def __init__(self, keep: int = KEPT_REQUESTS) -> None:
+        if keep < 1:
+            raise ValueError(f'keep must be 1 or more, got {keep}')
+        self._kept: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
+        self._count = 0
+        self._arrived = threading.Condition()
+
+    @property
+    def count(self) -> int:
+        """How many requests came since the channel opened, the dropped ones included."""
+        with self._arrived:
+            return self._count
+
+    def append(self, request: dict[str, Any]) -> None:
+        """Record a request, dropping the oldest kept one when the log is full."""
+        with self._arrived:
+            self._kept.append(request)
+            self._count += 1
+            self._arrived.notify_all()
+
+    def since(self, mark: int = 0) -> list[dict[str, Any]]:
+        """Return copies of the requests that came after the first ``mark``, in order."""
+        with self._arrived:
+            first_kept = self._count - len(self._kept)
+            if mark < first_kept:
+                raise LookupError(f'requests {mark} to {first_kept - 1} were dropped: only the '
+                                  f'last {self._kept.maxlen} are kept')
+            return [dict(request) for request in list(self._kept)[mark - first_kept:]]
+
+    def last(self) -> dict[str, Any]:
+        """Return a copy of the newest request (IndexError when none came)."""
+        with self._arrived:
+            return dict(self._kept[-1])
+
+    def wait_for_count(self, count: int, timeout_s: float) -> bool:
+        """Wait until ``count`` requests came in all; False when ``timeout_s`` passed first."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: self._count >= count, timeout_s)
+
+
 class ControlServer:
     """
     Serve the simulator control channel of a world.
@@ -205,7 +259,7 @@ class ControlServer:
         self.start_lockstep = lockstep
         self.session_dir = session_dir
         self.on_quit = on_quit
-        self.requests: list[dict[str, Any]] = []
+        self.requests = RequestLog()
         self.state = PAUSED if lockstep else PLAYING
         self.stepping = False
         self.quitting = threading.Event()

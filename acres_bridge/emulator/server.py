@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import logging
 import sys
 import threading
-from typing import Any
 
 from acres_bridge.emulator.control_server import ControlServer
+from acres_bridge.emulator.control_server import RequestLog
 from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.errors import TransportError
@@ -100,8 +100,8 @@ class Emulator:
         return [stream.port if stream is not None else 0 for stream in self.streams]
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
-        """Every JSON request the control channel received, parsed, in order."""
+    def requests(self) -> RequestLog:
+        """The JSON requests the control channel received: their count and the recent ones."""
         return self.control.requests
 
     def start(self) -> 'Emulator':

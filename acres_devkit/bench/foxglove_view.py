@@ -11,8 +11,9 @@ one of four ``view`` sides:
 ``none``
     nothing more: the floor of the comparison.
 ``client``
-    the ``foxglove_view`` executable and a Foxglove protocol client (test/foxglove_client.py, a
-    process of its own) subscribed to every topic of the Polaris.
+    the ``foxglove_view`` executable and a Foxglove protocol client
+    (test/clients/foxglove_client.py, a process of its own) subscribed to every topic of the
+    Polaris.
 ``reader``
     in the view's place, tools/bare_reader.py: the cheapest rclpy reader of the same topics
     (serialised, the view's QoS, taken every 10 ms as the view's thread takes them), which
@@ -50,7 +51,7 @@ from acres_devkit.bench import topics
 from acres_devkit.bench.harness import ROOT
 
 
-CLIENT = os.path.join(ROOT, 'test', 'foxglove_client.py')
+CLIENT = os.path.join(ROOT, 'test', 'clients', 'foxglove_client.py')
 BARE_READER = os.path.join(ROOT, 'tools', 'bare_reader.py')
 SIDES = ('none', 'client', 'reader')
 TOPICS = ('/clock', '/tf_static', '/polaris/lidar/points', '/polaris/camera/image_raw',
