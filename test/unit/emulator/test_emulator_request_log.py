@@ -15,8 +15,8 @@ import threading
 import pytest
 from support.emulator_probe import JsonChannel
 
-from acres_bridge.emulator.control import KEPT_REQUESTS
-from acres_bridge.emulator.control import RequestLog
+from acres_bridge.emulator.control_server import KEPT_REQUESTS
+from acres_bridge.emulator.control_server import RequestLog
 from acres_bridge.emulator.server import Emulator
 
 WAIT_S = 30.0
