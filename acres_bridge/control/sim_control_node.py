@@ -8,7 +8,7 @@ Every op of seed 004 has a service (the simulation_interfaces ones and ``acres/*
 with progress is the ``simulate_steps`` action, and episode events go to ``acres/episode``
 (transient local, depth 1). Every other service of simulation_interfaces is served too:
 composed of ops (get_entities_states, spawn_entities, get_entity_info, get_current_world,
-get_available_worlds; conversions/simulation.py builds their answers) or answering
+get_available_worlds; conversions/replies/simulation.py builds their answers) or answering
 RESULT_FEATURE_UNSUPPORTED at once. Names and meanings are in CONTRACT.md's sim_control
 section.
 
@@ -46,14 +46,14 @@ from acres_bridge.control.acres_services import AcresServices
 from acres_bridge.control.parameters import declare_sim_control_parameters
 from acres_bridge.control.parameters import SimControlParameters
 from acres_bridge.control.simulation_services import SimulationServices
-from acres_bridge.conversions.acres import episode_from_event
 from acres_bridge.conversions.diagnostics import control_stats_to_status
-from acres_bridge.conversions.messages import installed_interface
-from acres_bridge.conversions.messages import ReplyError
-from acres_bridge.conversions.simulation import add_warning
-from acres_bridge.conversions.simulation import detect_shape
-from acres_bridge.conversions.simulation import failed_result
-from acres_bridge.conversions.simulation import result_from_reply
+from acres_bridge.conversions.replies.acres import episode_from_event
+from acres_bridge.conversions.replies.responses import installed_interface
+from acres_bridge.conversions.replies.responses import ReplyError
+from acres_bridge.conversions.replies.simulation import add_warning
+from acres_bridge.conversions.replies.simulation import detect_shape
+from acres_bridge.conversions.replies.simulation import failed_result
+from acres_bridge.conversions.replies.simulation import result_from_reply
 from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout

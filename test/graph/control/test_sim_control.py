@@ -46,7 +46,7 @@ from support.sim_control_graph import Requests
 from support.sim_control_graph import wait_for
 from support.sim_control_graph import wait_future
 
-from acres_bridge.conversions.simulation import detect_shape
+from acres_bridge.conversions.replies.simulation import detect_shape
 from acres_bridge.emulator import geodesy
 from acres_bridge.emulator.control_server import FEATURES
 from acres_bridge.emulator.control_server import SCOPE_TIME_WARNING

@@ -41,7 +41,7 @@ from support.sim_control_graph import graph_fixtures
 from support.sim_control_graph import ScriptedSimulator
 from support.sim_control_graph import wait_for
 
-from acres_bridge.conversions.simulation import detect_shape
+from acres_bridge.conversions.replies.simulation import detect_shape
 
 pytestmark = pytest.mark.ros
 

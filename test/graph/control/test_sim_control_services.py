@@ -36,7 +36,7 @@ from support.sim_control_graph import ControlGraph
 from support.sim_control_graph import graph_fixtures
 from support.sim_control_graph import Requests
 
-from acres_bridge.conversions.simulation import detect_shape
+from acres_bridge.conversions.replies.simulation import detect_shape
 from acres_devkit.ports import free_port
 
 pytestmark = pytest.mark.ros

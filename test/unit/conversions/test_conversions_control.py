@@ -30,11 +30,11 @@ from simulation_interfaces.msg import Result
 from simulation_interfaces.msg import TagsFilter
 from simulation_interfaces.srv import SpawnEntity
 
-from acres_bridge.conversions import acres
 from acres_bridge.conversions import diagnostics
-from acres_bridge.conversions import messages
-from acres_bridge.conversions import simulation
-from acres_bridge.conversions.messages import ReplyError
+from acres_bridge.conversions.replies import acres
+from acres_bridge.conversions.replies import responses
+from acres_bridge.conversions.replies import simulation
+from acres_bridge.conversions.replies.responses import ReplyError
 
 # Replies of the seed (004), as the game sends them.
 HELLO = json.loads(
@@ -351,7 +351,7 @@ def test_farm_state_field_query_and_shifts_fill_their_responses():
     [field] = farm.fields
     assert (field.field, field.name, field.crop) == (48, 'F48', 'soybean')
     assert field.crop_area_m2 == 5098.080000000243
-    point = messages.fill_message(FieldQuery.Response(), FIELD, skip=('result',))
+    point = responses.fill_message(FieldQuery.Response(), FIELD, skip=('result',))
     assert (point.field, point.surface, point.worked) == (53, 'soil', 0)
     assert point.theta == 0.22414907813072205
     shifts = acres.vehicle_shifts_response(SHIFTS, GetVehicleShifts.Response())
@@ -379,9 +379,9 @@ def test_fill_message_checks_each_value_and_names_its_key(data, text):
 
 
 def test_fill_message_takes_integral_floats_and_checks_fixed_arrays():
-    assert messages.fill_message(Record.Response(), {'messages': 40.0}).messages == 40
+    assert responses.fill_message(Record.Response(), {'messages': 40.0}).messages == 40
     with pytest.raises(ReplyError, match=re.escape('lidar_offset_m must have 3 items, got 2')):
-        messages.fill_message(VehicleShift(), {'lidar_offset_m': [0, 0]})
+        responses.fill_message(VehicleShift(), {'lidar_offset_m': [0, 0]})
 
 
 def test_request_fields_leave_out_what_the_simulator_defaults():
@@ -517,7 +517,7 @@ def test_step_feedback_and_the_simulation_state():
 
 
 def test_the_interface_probe_finds_installed_types_and_none_for_missing_ones():
-    assert messages.installed_interface('simulation_interfaces', 'srv', 'SpawnEntity',
-                                        'Request') is SpawnEntity.Request
-    assert messages.installed_interface('simulation_interfaces', 'srv', 'Nothing') is None
-    assert messages.installed_interface('no_such_package', 'msg', 'X') is None
+    assert responses.installed_interface('simulation_interfaces', 'srv', 'SpawnEntity',
+                                         'Request') is SpawnEntity.Request
+    assert responses.installed_interface('simulation_interfaces', 'srv', 'Nothing') is None
+    assert responses.installed_interface('no_such_package', 'msg', 'X') is None

@@ -17,9 +17,9 @@ from acres_interfaces.msg import Episode
 from acres_interfaces.msg import FieldState
 from acres_interfaces.msg import VehicleShift
 
-from acres_bridge.conversions.messages import fill_message
-from acres_bridge.conversions.messages import message_fields
-from acres_bridge.conversions.messages import Reply
+from acres_bridge.conversions.replies.responses import fill_message
+from acres_bridge.conversions.replies.responses import message_fields
+from acres_bridge.conversions.replies.responses import Reply
 
 
 def episode_from_event(event: Reply) -> Episode:

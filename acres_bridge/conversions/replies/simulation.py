@@ -45,15 +45,15 @@ from simulation_interfaces.msg import TagsFilter
 from simulation_interfaces.msg import WorldResource
 
 from acres_bridge.conversions.clock import stamp_to_time
-from acres_bridge.conversions.messages import convert_value
-from acres_bridge.conversions.messages import fill_message
-from acres_bridge.conversions.messages import has_field
-from acres_bridge.conversions.messages import installed_interface
-from acres_bridge.conversions.messages import Reply
-from acres_bridge.conversions.messages import reply_objects
-from acres_bridge.conversions.messages import ReplyError
-from acres_bridge.conversions.messages import string_value
-from acres_bridge.conversions.messages import strings_value
+from acres_bridge.conversions.replies.responses import convert_value
+from acres_bridge.conversions.replies.responses import fill_message
+from acres_bridge.conversions.replies.responses import has_field
+from acres_bridge.conversions.replies.responses import installed_interface
+from acres_bridge.conversions.replies.responses import Reply
+from acres_bridge.conversions.replies.responses import reply_objects
+from acres_bridge.conversions.replies.responses import ReplyError
+from acres_bridge.conversions.replies.responses import string_value
+from acres_bridge.conversions.replies.responses import strings_value
 from acres_bridge.protocol.lines import is_int
 from acres_bridge.protocol.lines import is_number
 
