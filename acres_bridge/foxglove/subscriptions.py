@@ -15,9 +15,9 @@ never waits for this thread. The same pass reads the simulation time from a /clo
 its own (best effort, depth 1, as rclpy's time source has it) when the view follows
 ``use_sim_time``, or from the client's /clock when one is subscribed. A pass forwards in the
 order of arrival, and a busy one (``BUSY_PASS``) is followed sooner and lets the SDK's sending
-thread run after each message. :meth:`ViewReaders.drain` takes everything at once, for a caller
-that must forward what has arrived before it goes on (a service's answer after the step's
-messages).
+thread run after each message. :meth:`ViewSubscriptions.drain` takes everything at once, for a
+caller that must forward what has arrived before it goes on (a service's answer after the
+step's messages).
 """
 
 from collections.abc import Callable
@@ -61,7 +61,7 @@ OnTime = Callable[[int], None]
 
 
 @dataclasses.dataclass(frozen=True)
-class _Reader:
+class _TopicSubscription:
     """A subscription, with what a take needs looked up once."""
 
     subscription: Subscription
@@ -69,7 +69,7 @@ class _Reader:
     message_type: type
 
     @classmethod
-    def of(cls, subscription: Subscription) -> '_Reader':
+    def of(cls, subscription: Subscription) -> '_TopicSubscription':
         return cls(subscription, subscription.handle, subscription.msg_type)
 
     def take(self) -> tuple[bytes, dict] | None:
@@ -92,7 +92,7 @@ def _never_called(_: Any) -> None:
     """Do nothing: the callback of a reader that no executor spins."""
 
 
-class ViewReaders:
+class ViewSubscriptions:
     """
     Serialised subscriptions of a node of their own, taken every ``period_s`` by one thread.
 
@@ -116,10 +116,10 @@ class ViewReaders:
         # Held while taking and while readers are made or destroyed: a take never meets a
         # subscription being destroyed.
         self._lock = threading.Lock()
-        self._readers: dict[str, _Reader] = {}
+        self._readers: dict[str, _TopicSubscription] = {}
         self._following_clock = False
         # The reader of /clock for the time alone, while no client's /clock reader is there.
-        self._clock: _Reader | None = None
+        self._clock: _TopicSubscription | None = None
         self._last_time_ns: int | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name='foxglove-readers', daemon=True)
@@ -136,7 +136,7 @@ class ViewReaders:
         with self._lock:
             reader = self._readers.get(topic)
             if reader is None:
-                reader = self._readers[topic] = _Reader.of(
+                reader = self._readers[topic] = _TopicSubscription.of(
                     self._subscription(topic, message_type, qos))
                 self._keep_time_reader()
             return reader.subscription
@@ -173,7 +173,7 @@ class ViewReaders:
         wanted = self._following_clock and CLOCK_TOPIC not in self._readers
         if wanted and self._clock is None:
             qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
-            self._clock = _Reader.of(self._subscription(CLOCK_TOPIC, Clock, qos))
+            self._clock = _TopicSubscription.of(self._subscription(CLOCK_TOPIC, Clock, qos))
         elif not wanted and self._clock is not None:
             self.node.destroy_subscription(self._clock.subscription)
             self._clock = None

@@ -26,7 +26,7 @@ from sensor_msgs.msg import Imu
 from support.waiting import wait_until
 
 from acres_bridge.conversions.cdr import time_nanoseconds
-from acres_bridge.foxglove.subscriptions import ViewReaders
+from acres_bridge.foxglove.subscriptions import ViewSubscriptions
 
 WAIT_S = 20.0
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -81,7 +81,8 @@ def graph(ros_context):
     view = rclpy.create_node('readers_test_view', context=ros_context)
     publisher = rclpy.create_node('readers_test_publisher', context=ros_context)
     forwarded = Forwarded()
-    readers = ViewReaders(view, forwarded.forward, lambda: forwarded.now_ns, forwarded.on_time)
+    readers = ViewSubscriptions(view, forwarded.forward, lambda: forwarded.now_ns,
+                                forwarded.on_time)
     try:
         yield view, publisher, readers, forwarded
     finally:
