@@ -21,22 +21,17 @@ simulation_interfaces of either shape, and ACRES_SIMIF2_PREFIX for a second pref
 """
 
 import functools
-import importlib.util
 import os
 from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-from support.paths import ROOT
 
+from acres_devkit import type_hashes
 from acres_devkit.environment import claim_domain_id
 
 SIMIF2_PREFIX_VARIABLE = 'ACRES_SIMIF2_PREFIX'
 
-_spec = importlib.util.spec_from_file_location(
-    'type_hashes', ROOT / 'tools' / 'interfaces' / 'type_hashes.py')
-type_hashes = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(type_hashes)
 
 # simulation_interfaces 1.6.1 (Kilted) and 1.5.1 (Jazzy); the action's feedback topic type too.
 SIMULATION_INTERFACES_1 = {
