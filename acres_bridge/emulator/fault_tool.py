@@ -26,15 +26,14 @@ that fired, and stops on Ctrl-C or SIGTERM with exit 0; a bad argument exits 2 w
 
 import argparse
 from collections.abc import Sequence
-import sys
 from typing import Any
 
 from acres_bridge.emulator.faults import CONTROL_ACTIONS
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.faults import STREAM_ACTIONS
-from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FRAME_NAMES
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.runtime.stop_request import serve_until_stopped
 from acres_bridge.runtime.stop_request import StopRequest
 
 # What the tool gives an option the proxy would otherwise leave open (a stall until released).
@@ -103,34 +102,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the proxy until Ctrl-C or SIGTERM."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        faults = [(text, *parse_fault(text, args.protocol)) for text in args.fault]
+    args = _parser().parse_args(argv)
+    faults: list[tuple[str, str, dict[str, Any]]] = []
+
+    def build() -> FaultProxy:
+        faults.extend((text, *parse_fault(text, args.protocol)) for text in args.fault)
         if args.interval_s < 0:
             raise ValueError(f'--interval-s must be 0 or more, got {args.interval_s}')
-        proxy = FaultProxy(args.upstream_port, protocol=args.protocol, port=args.port,
-                           host=args.host, name='acres_fault_proxy')
-    except (TransportError, ValueError) as exc:
-        print(f'acres_fault_proxy: {exc}', file=sys.stderr)
-        return 2
-    stop = StopRequest()
-    stop.install()
-    try:
-        try:
-            proxy.start()
-        except OSError as exc:
-            print(f'acres_fault_proxy: cannot listen on port {args.port}: '
-                  f'{exc.strerror or exc}', file=sys.stderr)
-            return 1
+        return FaultProxy(args.upstream_port, protocol=args.protocol, port=args.port,
+                          host=args.host, name='acres_fault_proxy')
+
+    def run(proxy: FaultProxy, stop: StopRequest) -> None:
         print(f'ACRES_FAULT_PROXY_READY port={proxy.port} upstream={args.upstream_port}',
               flush=True)
         _run_schedule(proxy, faults, args.interval_s, args.repeat, stop)
         stop.wait()
-    finally:
-        stop.stopping()
-        proxy.stop()
-    return 0
+
+    return serve_until_stopped('acres_fault_proxy', build, f'port {args.port}', run)
 
 
 def _run_schedule(proxy: FaultProxy, faults: list[tuple[str, str, dict[str, Any]]],

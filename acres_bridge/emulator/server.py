@@ -25,8 +25,8 @@ from acres_bridge.emulator.control_server import ControlServer
 from acres_bridge.emulator.control_server import RequestLog
 from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.emulator.world import World
-from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback
+from acres_bridge.runtime.stop_request import serve_until_stopped
 from acres_bridge.runtime.stop_request import StopRequest
 
 logger = logging.getLogger(__name__)
@@ -206,37 +206,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         sensor_ports = [0] * len(vehicles) if control_port == 0 else [
             5601 + index for index in range(len(vehicles))]
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)
-    try:
+
+    def build() -> Emulator:
         require_loopback(args.host)
         if not args.rate > 0:
             raise ValueError(f'--rate must be above 0, got {args.rate}')
-        emulator = Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
-                            rate=args.rate, control_port=control_port,
-                            sensor_ports=sensor_ports, host=args.host, drive=args.drive,
-                            render_every=args.render_every, session_dir=args.session_dir,
-                            sweep=args.sweep, georeferenced=not args.no_georeference)
-    except (TransportError, ValueError) as exc:
-        print(f'acres_sim_emulator: {exc}', file=sys.stderr)
-        return 2
-    # The first SIGINT or SIGTERM asks for the stop; the main loop sees it within a wait.
-    stop = StopRequest()
-    stop.install()
-    try:
-        try:
-            emulator.start()
-        except OSError as exc:
-            print(f'acres_sim_emulator: cannot open the control port {args.control_port}: '
-                  f'{exc.strerror or exc}', file=sys.stderr)
-            return 1
+        return Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
+                        rate=args.rate, control_port=control_port, sensor_ports=sensor_ports,
+                        host=args.host, drive=args.drive, render_every=args.render_every,
+                        session_dir=args.session_dir, sweep=args.sweep,
+                        georeferenced=not args.no_georeference)
+
+    def run(emulator: Emulator, stop: StopRequest) -> None:
         if not stop.requested:          # a signal during start: stop now that it is started
             print(f'ACRES_SIM_EMULATOR_READY control={emulator.control_port} '
                   f'sensors={",".join(str(port) for port in emulator.sensor_ports)}', flush=True)
+        # The first SIGINT or SIGTERM asks for the stop; the loop sees it within a wait.
         while not stop.requested and not emulator.wait(STOP_POLL_S):
             pass
-    finally:
-        stop.stopping()
-        emulator.stop()
-    return 0
+
+    return serve_until_stopped('acres_sim_emulator', build,
+                               f'the control port {args.control_port}', run)
 
 
 if __name__ == '__main__':

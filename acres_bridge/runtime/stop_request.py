@@ -11,8 +11,13 @@ emulator and the fault proxy stop the same way.
 from collections.abc import Callable
 import os
 import signal
+import sys
 import threading
 from types import FrameType
+from typing import Protocol
+from typing import TypeVar
+
+from acres_bridge.protocol.errors import TransportError
 
 
 class StopRequest:
@@ -85,6 +90,48 @@ class StopRequest:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stopping()
+
+
+class Server(Protocol):
+    """A loopback server of a command line: the emulator, the fault proxy."""
+
+    def start(self) -> None: ...  # noqa: D102, E704
+
+    def stop(self) -> None: ...  # noqa: D102, E704
+
+
+ServerT = TypeVar('ServerT', bound=Server)
+
+
+def serve_until_stopped(program: str, build: Callable[[], ServerT], listening: str,
+                        run: Callable[[ServerT, StopRequest], None]) -> int:
+    """
+    Run a loopback server's command line from its arguments to its exit status.
+
+    ``build`` makes the server; a refused argument (ValueError, TransportError) is one line on
+    stderr and exit 2. From then on SIGINT and SIGTERM only ask for the stop. A server that
+    cannot listen (an OSError from ``start``) is one line naming ``listening`` and exit 1.
+    ``run`` serves until the stop is asked for or it returns; the server stops in every case.
+    """
+    try:
+        server = build()
+    except (TransportError, ValueError) as exc:
+        print(f'{program}: {exc}', file=sys.stderr)
+        return 2
+    stop = StopRequest()
+    stop.install()
+    try:
+        try:
+            server.start()
+        except OSError as exc:
+            print(f'{program}: cannot listen on {listening}: {exc.strerror or exc}',
+                  file=sys.stderr)
+            return 1
+        run(server, stop)
+    finally:
+        stop.stopping()
+        server.stop()
+    return 0
 
 
 def _wake_on_signal(read_fd: int, wake: Callable[[], None]) -> None:
