@@ -11,7 +11,7 @@ package_name = 'acres_bridge'
 setup(
     name=package_name,
     version='0.1.0',
-    packages=find_packages(exclude=['test', 'test.*']),
+    packages=find_packages(exclude=['test', 'test.*', 'acres_devkit', 'acres_devkit.*']),
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -14,10 +14,11 @@ from collections.abc import Iterator
 import os
 
 import pytest
-from support.environment import claim_domain_id
-from support.environment import local_discovery
-from support.ros2_tools import require_tooling
 from support.spinning import SpinningExecutor
+
+from acres_devkit.environment import claim_domain_id
+from acres_devkit.environment import local_discovery
+from acres_devkit.ros2_tools import require_tooling
 
 # Set when this run claimed its ROS_DOMAIN_ID (not when the caller gave one).
 _CLAIMED = 'ACRES_TEST_DOMAIN_CLAIMED'
@@ -102,7 +103,7 @@ def two_hosts() -> Iterator[object]:
     Skipped, with the reason, where namespaces cannot be made (not root, no iproute2). Every
     pair is removed after the test, failed or not, and then nothing of the run may be left.
     """
-    from support import two_hosts as hosts
+    from acres_devkit import two_hosts as hosts
     reason = hosts.unavailable()
     if reason:
         pytest.skip(f'two hosts need network namespaces: {reason}')

@@ -24,7 +24,10 @@ under <venv>/.acres-setup/):
    no `ros2` command and no launch, and the set-up says so in one line;
 6. acres_bridge itself, editable, laid out as colcon lays out a package (run every time, it
    is cheap): setup.py's console scripts in lib/acres_bridge/, its data files linked file by
-   file into share/, and <venv>/setup.bash, which sets the environment of the ros2 commands.
+   file into share/, and <venv>/setup.bash, which sets the environment of the ros2 commands;
+   and acres_devkit/ (the development kit of the tests, benchmarks and demo, which setup.py
+   does not install) linked into the venv's site-packages, so that tools/' scripts import it
+   from any directory.
 
 Run as `python3 tools/bootstrap.py [--distro kilted|jazzy] [--venv DIR]
 [--simulation-interfaces 1|2] [--ros-tooling DIR]`. It stops at the first failing step with
@@ -49,6 +52,7 @@ REQUIREMENTS = ROOT / 'tools' / 'requirements.txt'
 TOOLING_VARIABLE = 'ACRES_ROS_TOOLING'
 TOOLING_REQUIREMENTS = ROOT / 'tools' / 'requirements-tooling.txt'
 PACKAGE = 'acres_bridge'
+DEVKIT = 'acres_devkit'
 CACHE = Path(os.environ.get('XDG_CACHE_HOME', Path.home() / '.cache')) / 'acres_bridge'
 WHEEL_PYTHON = re.compile(rb'/opt/python/cp3\d+-cp3\d+')
 SUPPORTED_PYTHONS = ((3, 11), (3, 12), (3, 13))
@@ -339,6 +343,7 @@ class Prefix:
         package = self.read_setup_py()
         self.write_executables(package['console_scripts'])
         self.link_data_files(package['data_files'])
+        self.link_devkit()
         self.write_environment_script()
 
     def read_setup_py(self) -> dict:
@@ -417,6 +422,27 @@ class Prefix:
                 temporary = directory / f'.{name}.{os.getpid()}'
                 temporary.symlink_to(source)
                 temporary.replace(link)
+
+    def link_devkit(self) -> None:
+        """
+        Link acres_devkit/ into the venv's site-packages (tools/ and test/ import it).
+
+        setup.py leaves it out, so that neither pip nor colcon installs it; the link makes it
+        importable by this prefix's Python from anywhere, the repository root staying off
+        sys.path.
+        """
+        out = subprocess.run([str(self.python), '-c',
+                              'import sysconfig; print(sysconfig.get_paths()["purelib"])'],
+                             capture_output=True, text=True, env=self.plain_env())
+        if out.returncode != 0:
+            raise SetupError(f'step "devkit" failed: {out.stderr.strip()}')
+        link = Path(out.stdout.strip()) / DEVKIT
+        source = ROOT / DEVKIT
+        if link.is_symlink() and Path(os.readlink(link)) == source:
+            return
+        temporary = link.with_name(f'.{DEVKIT}.{os.getpid()}')
+        temporary.symlink_to(source)
+        temporary.replace(link)
 
     def write_environment_script(self) -> None:
         """Write <venv>/setup.bash, the environment of the ros2 commands for this prefix."""

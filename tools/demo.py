@@ -201,16 +201,17 @@ def _dataset_summary(root: Path, started: float) -> str:
 
 def _environment(args: argparse.Namespace) -> dict[str, str]:
     from acres_bridge.runtime import dds
+    from acres_devkit import dds_environment
     fast_dds = dds.find_fast_dds()
     env = dict(os.environ, ROS_DOMAIN_ID=str(args.domain_id), PYTHONUNBUFFERED='1')
-    dds.keep_discovery_local(env, fast_dds)
+    dds_environment.keep_discovery_local(env, fast_dds)
     if args.dds_profile:
         # The profile spelled for the prefix's Fast DDS, under the one variable it reads
         # (3.x: FASTDDS_..., 2.x: FASTRTPS_...); each rejects the other's whole file.
         if fast_dds is not None:
             env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
             env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
-            env.update(dds.shipped_profile_environment(fast_dds))
+            env.update(dds_environment.shipped_profile_environment(fast_dds))
     # The children import acres_bridge from this tree even without an installed package.
     env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')]))
     return env

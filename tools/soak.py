@@ -77,13 +77,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 def _environment(domain_id: int, configuration: str) -> dict[str, str]:
     """Set this process's DDS environment (its subscriber's) and return the children's."""
     from acres_bridge.runtime import dds
+    from acres_devkit import dds_environment
     fast_dds = dds.find_fast_dds()
-    for name in dds.USER_VARIABLES:
+    for name in dds_environment.USER_VARIABLES:
         os.environ.pop(name, None)
-    dds.keep_discovery_local(os.environ, fast_dds)
+    dds_environment.keep_discovery_local(os.environ, fast_dds)
     os.environ['ROS_DOMAIN_ID'] = str(domain_id)
     if configuration == 'profile':
-        os.environ.update(dds.shipped_profile_environment(fast_dds))
+        os.environ.update(dds_environment.shipped_profile_environment(fast_dds))
     os.environ.setdefault('RCUTILS_LOGGING_SEVERITY_THRESHOLD', 'WARN')
     return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
 
@@ -224,7 +225,7 @@ def _emulator_drops(log_path: str) -> dict[str, tuple[int, int]]:
 
 
 def _set_state(control_port: int, state: int) -> None:
-    from acres_bridge.protocol.control import ControlClient
+    from acres_bridge.protocol.control_client import ControlClient
     client = ControlClient('127.0.0.1', control_port, timeout_s=10.0)
     client.start()
     try:

@@ -5,7 +5,7 @@
 """
 Stop each launch file with Ctrl-C many times in a row and count the clean stops.
 
-Each stop is test/test_launch_stops.py's (test/support/launch_stops.py): the real
+Each stop is test/test_launch_stops.py's (acres_devkit/launch_stops.py): the real
 ``ros2 launch`` of this interpreter's prefix, a client that waits for /clock and every agent's
 clouds (and steps a lockstep session through the stop), SIGINT to the process group, then the
 checks. Prints a
@@ -27,20 +27,15 @@ from pathlib import Path
 import statistics
 import sys
 
+from acres_bridge.emulator.server import Emulator
+from acres_devkit.environment import claim_domain_id
+from acres_devkit.environment import local_discovery
+from acres_devkit.environment import ros_distro
+from acres_devkit.launch_stops import CASES
+from acres_devkit.launch_stops import stop_once
+from acres_devkit.launch_stops import StopOutcome
+
 ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / 'test'):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-# conftest keeps discovery local and claims this run's ROS_DOMAIN_ID, as for the suite.
-import conftest  # noqa: E402, F401, I100
-from support.environment import ros_distro  # noqa: E402
-from support.launch_stops import CASES  # noqa: E402
-from support.launch_stops import stop_once  # noqa: E402
-from support.launch_stops import StopOutcome  # noqa: E402
-
-from acres_bridge.emulator.server import Emulator  # noqa: E402, I100
-
 PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
                      'RMW_FASTRTPS_USE_QOS_FROM_XML')
 
@@ -78,6 +73,9 @@ def main() -> int:
     parser.add_argument('--out', type=Path, default=ROOT / 'out' / 'stop_loop',
                         help='where the output of unclean stops goes (default out/stop_loop)')
     args = parser.parse_args()
+    # As for the suite: discovery on this machine, in a ROS_DOMAIN_ID no other run holds.
+    local_discovery(os.environ)
+    os.environ.setdefault('ROS_DOMAIN_ID', str(claim_domain_id()))
     import rclpy
     context = rclpy.Context()
     rclpy.init(context=context)

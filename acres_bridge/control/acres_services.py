@@ -7,23 +7,23 @@ sim_control's acres_interfaces services: their rows of the service table and han
 Each ACRES-only op of seed 004 (hello, set_conditions, set_vehicle_shift, get_vehicle_shifts,
 record, farm_state, field_query, screenshot) has an ``acres/*`` service that mirrors it: the
 request's fields are the op's keys and the reply's keys fill the response's fields of the same
-name (conversions/acres.py turns the nested parts into messages).
+name (conversions/replies/acres.py turns the nested parts into messages).
 """
 
 from collections.abc import Awaitable
 from collections.abc import Callable
 from typing import Any
 
-from acres_bridge.conversions.acres import farm_state_fields
-from acres_bridge.conversions.acres import farm_state_response
-from acres_bridge.conversions.acres import field_query_fields
-from acres_bridge.conversions.acres import hello_response
-from acres_bridge.conversions.acres import record_fields
-from acres_bridge.conversions.acres import set_conditions_fields
-from acres_bridge.conversions.acres import vehicle_shift_fields
-from acres_bridge.conversions.acres import vehicle_shifts_response
-from acres_bridge.conversions.messages import fill_message
-from acres_bridge.conversions.messages import Reply
+from acres_bridge.conversions.replies.acres import farm_state_fields
+from acres_bridge.conversions.replies.acres import farm_state_response
+from acres_bridge.conversions.replies.acres import field_query_fields
+from acres_bridge.conversions.replies.acres import hello_response
+from acres_bridge.conversions.replies.acres import record_fields
+from acres_bridge.conversions.replies.acres import set_conditions_fields
+from acres_bridge.conversions.replies.acres import vehicle_shift_fields
+from acres_bridge.conversions.replies.acres import vehicle_shifts_response
+from acres_bridge.conversions.replies.responses import fill_message
+from acres_bridge.conversions.replies.responses import Reply
 
 
 class AcresServices:

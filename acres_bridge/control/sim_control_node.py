@@ -8,7 +8,7 @@ Every op of seed 004 has a service (the simulation_interfaces ones and ``acres/*
 with progress is the ``simulate_steps`` action, and episode events go to ``acres/episode``
 (transient local, depth 1). Every other service of simulation_interfaces is served too:
 composed of ops (get_entities_states, spawn_entities, get_entity_info, get_current_world,
-get_available_worlds; conversions/simulation.py builds their answers) or answering
+get_available_worlds; conversions/replies/simulation.py builds their answers) or answering
 RESULT_FEATURE_UNSUPPORTED at once. Names and meanings are in CONTRACT.md's sim_control
 section.
 
@@ -43,23 +43,23 @@ from rclpy.qos import ReliabilityPolicy
 from simulation_interfaces.msg import Result
 
 from acres_bridge.control.acres_services import AcresServices
+from acres_bridge.control.parameters import declare_sim_control_parameters
+from acres_bridge.control.parameters import SimControlParameters
 from acres_bridge.control.simulation_services import SimulationServices
-from acres_bridge.conversions.acres import episode_from_event
 from acres_bridge.conversions.diagnostics import control_stats_to_status
-from acres_bridge.conversions.messages import installed_interface
-from acres_bridge.conversions.messages import ReplyError
-from acres_bridge.conversions.simulation import add_warning
-from acres_bridge.conversions.simulation import detect_shape
-from acres_bridge.conversions.simulation import failed_result
-from acres_bridge.conversions.simulation import result_from_reply
-from acres_bridge.protocol.control import ControlClient
+from acres_bridge.conversions.replies.acres import episode_from_event
+from acres_bridge.conversions.replies.responses import installed_interface
+from acres_bridge.conversions.replies.responses import ReplyError
+from acres_bridge.conversions.replies.simulation import add_warning
+from acres_bridge.conversions.replies.simulation import detect_shape
+from acres_bridge.conversions.replies.simulation import failed_result
+from acres_bridge.conversions.replies.simulation import result_from_reply
+from acres_bridge.protocol.control_client import ControlClient
 from acres_bridge.protocol.errors import ControlError
 from acres_bridge.protocol.errors import ControlTimeout
 from acres_bridge.runtime.futures import FutureWaiter
 from acres_bridge.runtime.logs import protocol_log
-from acres_bridge.runtime.parameters import declare_sim_control_parameters
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
-from acres_bridge.runtime.parameters import SimControlParameters
 
 DEFAULT_PHYSICS_HZ = 120
 # A step may take this many times its simulated duration on the wall clock before it times

@@ -8,7 +8,8 @@ rclpy's generated setters store an ``array.array('B')`` as it is only when they 
 (always on Humble; on Jazzy and later only with ``check_fields=True`` or
 ``ROS_PYTHON_CHECK_FIELDS=1``); otherwise they copy it once more with ``array.array('B',
 value)``. Anything but an array (a memoryview, a numpy array, bytes on Humble) goes element by
-element: 67 ms for an image instead of 0.1 ms. So the bridge builds the array with
+element, hundreds of times slower for an image (docs/benchmarks.md, "Figures behind choices in
+the code"). So the bridge builds the array with
 ``frombytes`` (one memcpy from the reader's buffer) and creates the message with
 :func:`keep_array_options`, which asks for checked fields where the message type knows them.
 """

@@ -34,23 +34,44 @@ HEADER_END = 8
 STAMP = struct.Struct('<iI')
 STAMP_OFFSET = len(ENCAPSULATION)
 
-# The encapsulations of XCDR1 big-endian and little-endian data: the stamp's byte order.
+# The encapsulations of XCDR1 big-endian and little-endian data: the byte order of the fields.
 _STAMP_OF_ENCAPSULATION = {b'\x00\x00': struct.Struct('>iI'), b'\x00\x01': STAMP}
+_UINT32_OF_ENCAPSULATION = {b'\x00\x00': struct.Struct('>I'), b'\x00\x01': struct.Struct('<I')}
 
 
-def time_nanoseconds(cdr: bytes) -> int:
+def _unpack(cdr: bytes, formats: dict[bytes, struct.Struct], offset: int, what: str) -> tuple:
+    """Unpack a field at ``offset`` after the encapsulation, in the message's byte order."""
+    layout = formats.get(bytes(cdr[:2]))
+    start = STAMP_OFFSET + offset
+    if layout is None or len(cdr) < start + layout.size:
+        where = f' at {offset}' if offset else ''
+        raise ValueError(f'not a CDR message that starts with {what}{where}: '
+                         f'{bytes(cdr[:12])!r}')
+    return layout.unpack_from(cdr, start)
+
+
+def time_nanoseconds(cdr: bytes, *, offset: int = 0) -> int:
     """
-    Return the time a serialised message starts with, in nanoseconds.
+    Return the time a serialised message holds at ``offset``, in nanoseconds.
 
-    For a message whose first field is a ``builtin_interfaces/Time``: ``rosgraph_msgs/Clock``,
-    and any message that starts with a ``std_msgs/Header``. Raises ValueError for bytes too
-    short or an encapsulation other than plain CDR.
+    ``offset`` counts from the end of the encapsulation: 0 for a message whose first field is
+    a ``builtin_interfaces/Time`` (``rosgraph_msgs/Clock``, any message that starts with a
+    ``std_msgs/Header``), 4 for the first transform of a ``tf2_msgs/TFMessage``, after the
+    sequence length. Raises ValueError for bytes too short or an encapsulation other than
+    plain CDR.
     """
-    stamp = _STAMP_OF_ENCAPSULATION.get(bytes(cdr[:2]))
-    if stamp is None or len(cdr) < STAMP_OFFSET + stamp.size:
-        raise ValueError(f'not a CDR message that starts with a time: {bytes(cdr[:12])!r}')
-    sec, nanosec = stamp.unpack_from(cdr, STAMP_OFFSET)
+    sec, nanosec = _unpack(cdr, _STAMP_OF_ENCAPSULATION, offset, 'a time')
     return sec * 1_000_000_000 + nanosec
+
+
+def sequence_length(cdr: bytes, *, offset: int = 0) -> int:
+    """
+    Return the length of the sequence a serialised message holds at ``offset``.
+
+    0 for a message that starts with a sequence, like ``tf2_msgs/TFMessage``. Raises
+    ValueError as :func:`time_nanoseconds` does.
+    """
+    return _unpack(cdr, _UINT32_OF_ENCAPSULATION, offset, 'a sequence')[0]
 
 
 def pad(offset: int, align: int) -> tuple[str, int]:

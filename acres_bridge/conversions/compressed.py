@@ -16,9 +16,9 @@ and ``png_level`` (3, 0 to 9), the bridge's ``compressed.*``.
 JPEG is Pillow's (already a dependency; docs/benchmarks.md has its cost against simplejpeg).
 PNG is written here: each row with PNG's Sub filter (the byte minus the same channel's byte one
 pixel to the left, numpy) and zlib at ``png_level``, as OpenCV's PNG compression level is zlib's;
-that took 17 and 42 ms for a Polaris image at levels 1 and 3, against 77 and 133 ms for Pillow's
-adaptive filtering, for files 0.1-1 % larger (docs/benchmarks.md). Both release the GIL while
-they compress.
+that is about twice as fast as Pillow's adaptive filtering for files of nearly the same size
+(docs/benchmarks.md, "Compressed images and Autoware's point layout"). Both release the GIL
+while they compress.
 """
 
 import io

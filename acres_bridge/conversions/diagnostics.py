@@ -4,7 +4,7 @@
 """
 The statistics of a sensor stream and of the control channel as ``diagnostic_msgs`` statuses.
 
-The input is ``SensorStreamClient.stats`` (see ``protocol/stream.py``), optionally with the
+The input is ``SensorStreamClient.stats`` (see ``protocol/stream_client.py``), optionally with the
 bridge's own counters merged in: ``published`` and ``dropped`` in each ``by_type`` entry (frames
 converted and published, frames received but not published) and their totals at the top.
 

@@ -1,6 +1,10 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
+# Over 500 lines in one module on purpose: LidarRecorder is one job, a sequence being written,
+# and its steps (column order, lens-centre ranges, the scan table, the estimates) all work on
+# the state of the open sequence; the pure helpers above it are those steps' arithmetic.
+
 """
 Scans to a sequence: column order, lens-centre ranges, the scan table, calibration estimates.
 

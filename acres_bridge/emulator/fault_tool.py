@@ -26,17 +26,15 @@ that fired, and stops on Ctrl-C or SIGTERM with exit 0; a bad argument exits 2 w
 
 import argparse
 from collections.abc import Sequence
-import signal
-import sys
-import threading
 from typing import Any
 
 from acres_bridge.emulator.faults import CONTROL_ACTIONS
 from acres_bridge.emulator.faults import FaultProxy
 from acres_bridge.emulator.faults import STREAM_ACTIONS
-from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frames import FRAME_NAMES
 from acres_bridge.protocol.frames import FrameType
+from acres_bridge.runtime.stop_request import serve_until_stopped
+from acres_bridge.runtime.stop_request import StopRequest
 
 # What the tool gives an option the proxy would otherwise leave open (a stall until released).
 _TOOL_DEFAULTS = {'stall': {'duration_s': 2.0}}
@@ -104,49 +102,36 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the proxy until Ctrl-C or SIGTERM."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    try:
-        faults = [(text, *parse_fault(text, args.protocol)) for text in args.fault]
+    args = _parser().parse_args(argv)
+    faults: list[tuple[str, str, dict[str, Any]]] = []
+
+    def build() -> FaultProxy:
+        faults.extend((text, *parse_fault(text, args.protocol)) for text in args.fault)
         if args.interval_s < 0:
             raise ValueError(f'--interval-s must be 0 or more, got {args.interval_s}')
-        proxy = FaultProxy(args.upstream_port, protocol=args.protocol, port=args.port,
-                           host=args.host, name='acres_fault_proxy')
-    except (TransportError, ValueError) as exc:
-        print(f'acres_fault_proxy: {exc}', file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    previous = {signum: signal.signal(signum, lambda signum, frame: stop.set())
-                for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        try:
-            proxy.start()
-        except OSError as exc:
-            print(f'acres_fault_proxy: cannot listen on port {args.port}: '
-                  f'{exc.strerror or exc}', file=sys.stderr)
-            return 1
+        return FaultProxy(args.upstream_port, protocol=args.protocol, port=args.port,
+                          host=args.host, name='acres_fault_proxy')
+
+    def run(proxy: FaultProxy, stop: StopRequest) -> None:
         print(f'ACRES_FAULT_PROXY_READY port={proxy.port} upstream={args.upstream_port}',
               flush=True)
         _run_schedule(proxy, faults, args.interval_s, args.repeat, stop)
         stop.wait()
-    finally:
-        proxy.stop()
-        for signum in previous:
-            signal.signal(signum, signal.SIG_IGN if stop.is_set() else previous[signum])
-    return 0
+
+    return serve_until_stopped('acres_fault_proxy', build, f'port {args.port}', run)
 
 
 def _run_schedule(proxy: FaultProxy, faults: list[tuple[str, str, dict[str, Any]]],
-                  interval_s: float, repeat: bool, stop: threading.Event) -> None:
+                  interval_s: float, repeat: bool, stop: StopRequest) -> None:
     """Arm each fault after ``interval_s`` and report it once it fired, until ``stop``."""
     number = 0
-    while faults and not stop.is_set():
+    while faults and not stop.requested:
         for text, action, keywords in faults:
             if stop.wait(interval_s):
                 return
             fault = proxy.inject(action, **keywords)
             while not fault.wait(0.5):
-                if stop.is_set():
+                if stop.requested:
                     return
             number += 1
             print(f'acres_fault_proxy: fault {number} fired: {text}', flush=True)

@@ -29,7 +29,7 @@ from acres_bridge.emulator.agents import PHYSICS_HZ
 from acres_bridge.emulator.episode_log import EpisodeLog
 from acres_bridge.emulator.episode_log import EpisodeLogUnavailable
 from acres_bridge.emulator.sensors.props import SPAWNABLES
-from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.emulator.world import World
 from acres_bridge.protocol.lines import is_int
 from acres_bridge.protocol.lines import is_number

@@ -18,18 +18,20 @@ sensors=5601,5602``, control=0 without a channel) on stdout.
 import argparse
 from collections.abc import Sequence
 import logging
-import signal
 import sys
 import threading
-from typing import Any
 
-from acres_bridge.emulator.control import ControlServer
-from acres_bridge.emulator.streams import SensorStreamServer
+from acres_bridge.emulator.control_server import ControlServer
+from acres_bridge.emulator.control_server import RequestLog
+from acres_bridge.emulator.stream_server import SensorStreamServer
 from acres_bridge.emulator.world import World
-from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.sockets import require_loopback
+from acres_bridge.runtime.stop_request import serve_until_stopped
+from acres_bridge.runtime.stop_request import StopRequest
 
 logger = logging.getLogger(__name__)
+# How often main() looks for a stop request while the emulator runs: the longest a signal waits.
+STOP_POLL_S = 0.1
 
 
 class Emulator:
@@ -98,8 +100,8 @@ class Emulator:
         return [stream.port if stream is not None else 0 for stream in self.streams]
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
-        """Every JSON request the control channel received, parsed, in order."""
+    def requests(self) -> RequestLog:
+        """The JSON requests the control channel received: their count and the recent ones."""
         return self.control.requests
 
     def start(self) -> 'Emulator':
@@ -204,53 +206,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         sensor_ports = [0] * len(vehicles) if control_port == 0 else [
             5601 + index for index in range(len(vehicles))]
     logging.basicConfig(level=logging.INFO, format='%(message)s', stream=sys.stderr)
-    try:
+
+    def build() -> Emulator:
         require_loopback(args.host)
         if not args.rate > 0:
             raise ValueError(f'--rate must be above 0, got {args.rate}')
-        emulator = Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
-                            rate=args.rate, control_port=control_port,
-                            sensor_ports=sensor_ports, host=args.host, drive=args.drive,
-                            render_every=args.render_every, session_dir=args.session_dir,
-                            sweep=args.sweep, georeferenced=not args.no_georeference)
-    except (TransportError, ValueError) as exc:
-        print(f'acres_sim_emulator: {exc}', file=sys.stderr)
-        return 2
-    signalled = threading.Event()
-    started = threading.Event()
+        return Emulator(vehicles, mode=args.mode, lockstep=args.lockstep, seed=args.seed,
+                        rate=args.rate, control_port=control_port, sensor_ports=sensor_ports,
+                        host=args.host, drive=args.drive, render_every=args.render_every,
+                        session_dir=args.session_dir, sweep=args.sweep,
+                        georeferenced=not args.no_georeference)
 
-    def on_signal(signum: int, frame: object) -> None:
-        # Ctrl-C under ros2 launch brings two SIGINTs (the terminal's, then launch's own):
-        # the first stops the emulator, the ones after it are part of the same request.
-        if not signalled.is_set():
-            signalled.set()
-            if started.is_set():
-                threading.Thread(target=emulator.stop, name='sim-signal', daemon=True).start()
-
-    previous = {signum: signal.signal(signum, on_signal)
-                for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        try:
-            emulator.start()
-        except OSError as exc:
-            print(f'acres_sim_emulator: cannot open the control port {args.control_port}: '
-                  f'{exc.strerror or exc}', file=sys.stderr)
-            return 1
-        started.set()
-        if signalled.is_set():          # a signal during start: stop now that it is started
-            emulator.stop()
-        else:
+    def run(emulator: Emulator, stop: StopRequest) -> None:
+        if not stop.requested:          # a signal during start: stop now that it is started
             print(f'ACRES_SIM_EMULATOR_READY control={emulator.control_port} '
                   f'sensors={",".join(str(port) for port in emulator.sensor_ports)}', flush=True)
-        while not emulator.wait(0.5):
+        # The first SIGINT or SIGTERM asks for the stop; the loop sees it within a wait.
+        while not stop.requested and not emulator.wait(STOP_POLL_S):
             pass
-    finally:
-        emulator.stop()
-        for signum, handler in previous.items():
-            # After a signal the process is ending: a late repeat must not turn exit 0 into a
-            # KeyboardInterrupt or a death by signal, so it is ignored rather than restored.
-            signal.signal(signum, signal.SIG_IGN if signalled.is_set() else handler)
-    return 0
+
+    return serve_until_stopped('acres_sim_emulator', build,
+                               f'the control port {args.control_port}', run)
 
 
 if __name__ == '__main__':

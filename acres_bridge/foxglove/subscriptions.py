@@ -15,9 +15,9 @@ never waits for this thread. The same pass reads the simulation time from a /clo
 its own (best effort, depth 1, as rclpy's time source has it) when the view follows
 ``use_sim_time``, or from the client's /clock when one is subscribed. A pass forwards in the
 order of arrival, and a busy one (``BUSY_PASS``) is followed sooner and lets the SDK's sending
-thread run after each message. :meth:`ViewReaders.drain` takes everything at once, for a caller
-that must forward what has arrived before it goes on (a service's answer after the step's
-messages).
+thread run after each message. :meth:`ViewSubscriptions.drain` takes everything at once, for a
+caller that must forward what has arrived before it goes on (a service's answer after the
+step's messages).
 """
 
 from collections.abc import Callable
@@ -42,16 +42,15 @@ try:
 except ImportError:  # Humble
     from rclpy.qos_event import SubscriptionEventCallbacks
 
-# How long a message may wait for the view's thread: below a viewer's frame (16 ms at 60 Hz).
-# Each wake of a thread costs some 55 us of CPU on a 2-core virtual machine (time.sleep; twice
-# that with threading.Event.wait): 100 wakes a second are 0.0055 of a core.
+# How long a message may wait for the view's thread: below a viewer's frame (16 ms at 60 Hz),
+# and few enough wakes a second that their CPU is small against the messages'
+# (docs/benchmarks.md, "The Foxglove view's cost", has a wake's cost).
 TAKE_PERIOD_S = 0.01
 # A pass that takes more than BUSY_PASS messages (at 1x a pass takes about 5, at 10x some 55
 # in 10 ms) is followed after BUSY_PERIOD_S, and yields the CPU after each message it hands to
 # the SDK: its sending thread then writes each at once, as it did when an executor woke per
-# message. Without the yield, a protocol client got 60-70 % of what the executor's view sent it
-# at 10x on two cores, with it 95-112 % (clocks and INS the most); the SDK drops what a
-# client's queue cannot hold.
+# message. Without the yield a protocol client got markedly less at 10x on two cores (the SDK
+# drops what a client's queue cannot hold; docs/benchmarks.md, "The Foxglove view's cost").
 BUSY_PASS = 8
 BUSY_PERIOD_S = 0.001
 CLOCK_TOPIC = '/clock'
@@ -62,7 +61,7 @@ OnTime = Callable[[int], None]
 
 
 @dataclasses.dataclass(frozen=True)
-class _Reader:
+class _TopicSubscription:
     """A subscription, with what a take needs looked up once."""
 
     subscription: Subscription
@@ -70,7 +69,7 @@ class _Reader:
     message_type: type
 
     @classmethod
-    def of(cls, subscription: Subscription) -> '_Reader':
+    def of(cls, subscription: Subscription) -> '_TopicSubscription':
         return cls(subscription, subscription.handle, subscription.msg_type)
 
     def take(self) -> tuple[bytes, dict] | None:
@@ -93,7 +92,7 @@ def _never_called(_: Any) -> None:
     """Do nothing: the callback of a reader that no executor spins."""
 
 
-class ViewReaders:
+class ViewSubscriptions:
     """
     Serialised subscriptions of a node of their own, taken every ``period_s`` by one thread.
 
@@ -117,10 +116,10 @@ class ViewReaders:
         # Held while taking and while readers are made or destroyed: a take never meets a
         # subscription being destroyed.
         self._lock = threading.Lock()
-        self._readers: dict[str, _Reader] = {}
+        self._readers: dict[str, _TopicSubscription] = {}
         self._following_clock = False
         # The reader of /clock for the time alone, while no client's /clock reader is there.
-        self._clock: _Reader | None = None
+        self._clock: _TopicSubscription | None = None
         self._last_time_ns: int | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name='foxglove-readers', daemon=True)
@@ -137,7 +136,7 @@ class ViewReaders:
         with self._lock:
             reader = self._readers.get(topic)
             if reader is None:
-                reader = self._readers[topic] = _Reader.of(
+                reader = self._readers[topic] = _TopicSubscription.of(
                     self._subscription(topic, message_type, qos))
                 self._keep_time_reader()
             return reader.subscription
@@ -174,7 +173,7 @@ class ViewReaders:
         wanted = self._following_clock and CLOCK_TOPIC not in self._readers
         if wanted and self._clock is None:
             qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
-            self._clock = _Reader.of(self._subscription(CLOCK_TOPIC, Clock, qos))
+            self._clock = _TopicSubscription.of(self._subscription(CLOCK_TOPIC, Clock, qos))
         elif not wanted and self._clock is not None:
             self.node.destroy_subscription(self._clock.subscription)
             self._clock = None

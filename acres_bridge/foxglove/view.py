@@ -52,7 +52,7 @@ from acres_bridge.foxglove.definitions import DefinitionError
 from acres_bridge.foxglove.definitions import DefinitionLibrary
 from acres_bridge.foxglove.definitions import split_type_name
 from acres_bridge.foxglove.parameters import declare_foxglove_view_parameters
-from acres_bridge.foxglove.subscriptions import ViewReaders
+from acres_bridge.foxglove.subscriptions import ViewSubscriptions
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
 from acres_bridge.runtime.parameters import ParameterError
 from acres_bridge.sensors.publishers import create_publisher
@@ -159,7 +159,7 @@ class FoxgloveViewNode(Node):
             self._last_time_ns = -1
             self._sdk_context = foxglove.Context()
             self.server = self._start_server()
-            self._readers = ViewReaders(
+            self._readers = ViewSubscriptions(
                 self, self._forward, lambda: self.get_clock().now().nanoseconds, self._set_time)
             self._take_over_the_clock()
         self.url = f'ws://{self.settings.address}:{self.server.port}'

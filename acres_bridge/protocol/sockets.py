@@ -7,8 +7,8 @@ Loopback sockets: the address checks and the reconnecting client thread of both 
 The simulator's sockets listen on 127.0.0.1 only, so ``require_loopback`` refuses any host that
 resolves elsewhere. ``ReconnectingClient`` owns one thread that connects, hands the socket to
 its subclass and reconnects every ``reconnect_s`` after any failure; the sensor stream
-(``stream.py``) and the control channel (``control.py``) stand on it. Repeated reports go out
-at most once per interval (:mod:`acres_bridge.protocol.throttle`).
+(``stream_client.py``) and the control channel (``control_client.py``) stand on it. Repeated
+reports go out at most once per interval (:mod:`acres_bridge.protocol.throttle`).
 
 The clients log nothing themselves: each report (connected, disconnected, a bad frame, a
 callback that raised) goes once to the ``log(level, text)`` handler the caller gives, with

@@ -52,8 +52,8 @@ from acres_bridge.runtime.parameters import ParameterError
 # while the process is short of CPU. Odometry comes at 1000/s at 10x, and the executor takes one
 # message per subscription and wake-up, so behind a queue of clouds it falls behind: the queue
 # holds 2 s of it at 10x, so that it arrives late (a scan's pose is rewritten until odometry
-# after it came) rather than with holes the poses cannot be interpolated across (measured: a
-# 200-deep queue left 41 of 1991 scans without a pose at 10x on a busy machine).
+# after it came) rather than with holes the poses cannot be interpolated across (a 200-deep
+# queue left scans without a pose: docs/benchmarks.md, "Figures behind choices in the code").
 POINTS_DEPTH = 100
 ODOMETRY_DEPTH = 2000
 FIX_DEPTH = 100

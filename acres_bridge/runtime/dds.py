@@ -261,49 +261,6 @@ def shipped_profile(fast_dds: FastDds) -> str:
     raise FileNotFoundError(f'{name} is in none of {", ".join(folders)}')
 
 
-def is_humble(fast_dds: FastDds) -> bool:
-    """Whether ``fast_dds`` is Humble's (2.6), whose rcl knows ``ROS_LOCALHOST_ONLY`` only."""
-    return fast_dds.major == 2 and fast_dds.minor < 10
-
-
-def local_graph_environment(fast_dds: FastDds | None) -> dict[str, str]:
-    """
-    Return the variables that keep discovery on this host, for the distribution of ``fast_dds``.
-
-    ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` everywhere, and ``ROS_LOCALHOST_ONLY=1`` on
-    Humble only: Jazzy honours it with two deprecation warnings in every process, Kilted
-    ignores it.
-    """
-    environment = {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
-    if fast_dds is not None and is_humble(fast_dds):
-        environment['ROS_LOCALHOST_ONLY'] = '1'
-    return environment
-
-
-def keep_discovery_local(environ: MutableMapping[str, str],
-                         fast_dds: FastDds | None) -> MutableMapping[str, str]:
-    """
-    Confine discovery in ``environ`` to this host (changed in place and returned).
-
-    The variables of :func:`local_graph_environment`, and no ``ROS_LOCALHOST_ONLY`` where that
-    does not want it: for a child process's environment, or this process's before rclpy loads.
-    """
-    environ.pop('ROS_LOCALHOST_ONLY', None)
-    environ.update(local_graph_environment(fast_dds))
-    return environ
-
-
-# Every variable by which a user configures Fast DDS for rmw_fastrtps.
-USER_VARIABLES = (*PROFILE_VARIABLES.values(), 'RMW_FASTRTPS_USE_QOS_FROM_XML',
-                  'FASTDDS_BUILTIN_TRANSPORTS')
-
-
-def shipped_profile_environment(fast_dds: FastDds) -> dict[str, str]:
-    """Return the variables that give a process the package's profile, as its usage says."""
-    return {profile_variable(fast_dds): shipped_profile(fast_dds),
-            'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'}
-
-
 def rmw_adds_transports(environ: Mapping[str, str], fast_dds: FastDds) -> bool:
     """
     Whether rmw_fastrtps replaces the built-in transports with its own, for local discovery.

@@ -36,8 +36,8 @@ import xml.etree.ElementTree as ElementTree
 HEARTBEAT_PERIOD_MS = 2
 # A reliable writer answers a reader's request for lost data at once (stock: after 5 ms). On one
 # host nothing is lost; across a link a stock reader's 208 KiB socket buffer drops parts of
-# every cloud and image, and each repair waited those 5 ms: the cloud's p50 across a veth link
-# fell from 10.1 to 4.4 ms over the reader beside the bridge (Fast DDS 2.14).
+# every cloud and image, and each repair waited those 5 ms (docs/benchmarks.md, "Figures behind
+# choices in the code", has what answering at once gained).
 NACK_RESPONSE_DELAY_MS = 0
 NACK_RESPONSE_ADDED = f'NACK response delay {NACK_RESPONSE_DELAY_MS} ms'
 SHM_SEGMENT_BYTES = 16 * 1024 * 1024

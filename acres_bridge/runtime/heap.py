@@ -7,9 +7,9 @@ The heap of a process that handles megabyte messages: keep freed buffers for the
 glibc serves an allocation above its mmap threshold (128 KiB at start, raised as large blocks
 are freed) with fresh pages and gives freed heap memory back once its top passes the trim
 threshold. A process that takes a 1 MB cloud, copies it and frees it ten times a second then
-faults in every page of every copy: the Foxglove view took about 16,000 page faults a second
-forwarding one Polaris at 1x. Fixed thresholds keep those buffers in the heap, where the next
-message reuses them.
+faults in every page of every copy, as the Foxglove view forwarding one Polaris did
+(docs/benchmarks.md, "The Foxglove view's cost"). Fixed thresholds keep those buffers in the
+heap, where the next message reuses them.
 """
 
 import ctypes

@@ -6,11 +6,7 @@
 from collections.abc import Callable
 import concurrent.futures
 import faulthandler
-import os
-import signal
 import sys
-import threading
-from types import FrameType
 
 import rclpy
 from rclpy.executors import Executor
@@ -19,13 +15,13 @@ from rclpy.signals import SignalHandlerOptions
 
 from acres_bridge.runtime import dds
 from acres_bridge.runtime.parameters import ParameterError
+from acres_bridge.runtime.stop_request import StopRequest
 
 # How long the executor waits for work before the main thread looks at the stop request again.
 # A signal wakes the executor at once (StopRequest), and so does a context shut down by another
 # thread (a sensor child's channel closing), so this bounds only a stop that neither brought.
-# Each wake of a SingleThreadedExecutor rebuilds its wait set in Python, about 1 ms with a
-# node's parameter services: at 0.1 s that was 10 ms of CPU a second in an idle process, a
-# tenth of what a Polaris costs at real time (docs/benchmarks.md, "Throughput per core").
+# Each wake of a SingleThreadedExecutor rebuilds its wait set in Python, which a short period
+# pays for even in an idle process (docs/benchmarks.md, "Throughput per core", has the cost).
 SPIN_PERIOD_S = 2.0
 
 
@@ -98,80 +94,8 @@ def run_until_shutdown(program: str, executor_type: Callable[[], Executor],
     return 0
 
 
-class StopRequest:
-    """
-    SIGINT and SIGTERM handlers that only ask the main loop to stop.
-
-    The first SIGINT or SIGTERM asks for the stop. Later SIGINTs are ignored: Ctrl-C under
-    ``ros2 launch`` brings the terminal's and then launch's own. They are ignored by the
-    kernel (``SIG_IGN``), because Python puts its own handlers back to the default when the
-    interpreter finalises, and a SIGINT there would end the process with -2. Once the stop
-    has begun, however it began (a signal, or a sensor child's channel closing), SIGTERM is
-    the kernel's default again: a later SIGTERM ends the process at once, even while the main
-    thread is inside native code that never returns to Python (a Fast DDS teardown that
-    hangs), where a Python handler would never run. launch, and a session ending its sensor
-    processes, send SIGTERM when SIGINT or the channel's end was not enough.
-
-    Python runs a handler only once the main thread is back in Python code, not while it
-    waits in rcl. With ``wake`` (which gives the executor a task), a thread ``signal-wake``
-    reads each signal's byte from Python's wakeup file descriptor and calls it: ``spin_once``
-    returns, the handler runs and the main loop sees the request, however long its period.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._write_fd: int | None = None
-        self._previous_fd = -1
-        self._thread: threading.Thread | None = None
-
-    def install(self, wake: Callable[[], None] | None = None) -> None:
-        """Take SIGINT and SIGTERM (only the main thread can); call ``wake`` on each signal."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        signal.signal(signal.SIGINT, self._on_signal)
-        signal.signal(signal.SIGTERM, self._on_signal)
-        if wake is not None and self._write_fd is None:
-            read_fd, write_fd = os.pipe()
-            os.set_blocking(write_fd, False)
-            self._previous_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-            self._write_fd = write_fd
-            self._thread = threading.Thread(target=_wake_on_signal, args=(read_fd, wake),
-                                            name='signal-wake', daemon=True)
-            self._thread.start()
-
-    def uninstall(self, timeout_s: float = 5.0) -> None:
-        """Stop waking the executor (the handlers stay): call before the executor goes."""
-        if self._write_fd is None or threading.current_thread() is not threading.main_thread():
-            return
-        signal.set_wakeup_fd(self._previous_fd)
-        os.close(self._write_fd)    # the signal-wake thread reads to the end and closes its side
-        self._write_fd = None
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
-
-    def stopping(self) -> None:
-        """Mark the stop as begun: later SIGINTs are ignored, a SIGTERM ends the process."""
-        self.requested = True
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self.stopping()
-
-
 def _nothing() -> None:
     """Do nothing: the task that makes ``spin_once`` return."""
-
-
-def _wake_on_signal(read_fd: int, wake: Callable[[], None]) -> None:
-    """Call ``wake`` for each signal byte written to the pipe, until its writer is closed."""
-    try:
-        while os.read(read_fd, 64):
-            wake()
-    finally:
-        os.close(read_fd)
 
 
 def _finish_callbacks(executor: Executor) -> None:

@@ -1,6 +1,10 @@
 # SPDX-FileCopyrightText: 2026 The acres_bridge authors
 # SPDX-License-Identifier: Apache-2.0
 
+# Over 500 lines in one module on purpose: it holds both ends of one private channel, the
+# parent's SensorProcess and the child's _ChildChannel and child_main, so that a message's
+# sender and its reader (and their JSON shapes) change together.
+
 """
 One agent's sensor stream in a process of its own, for a session split over processes.
 
@@ -60,7 +64,7 @@ from acres_bridge.lockstep.endpoints import ReaderSet
 from acres_bridge.lockstep.reports import StreamReport
 from acres_bridge.runtime.futures import Deadlines
 from acres_bridge.runtime.futures import settle
-from acres_bridge.runtime.parameters import SensorBridgeParameters
+from acres_bridge.sensors.parameters import SensorBridgeParameters
 
 MODULE = 'acres_bridge.sensors.agent_processes'
 NODE_NAME = 'sensor_bridge'
@@ -193,8 +197,9 @@ class SensorProcess:
         It runs in a process group of its own, so that a terminal's Ctrl-C reaches the parent
         only (a child interrupted while it imports would print a traceback); it ends when the
         parent closes the channel or exits. Not a session of its own: with the kernel's
-        autogroup scheduling that would change its share of the CPU (measured: the emulator
-        then reached 7.8x instead of 10x on the loaded 2-core machine).
+        autogroup scheduling that would change its share of the CPU, and the emulator then fell
+        short of 10x on a loaded machine (docs/benchmarks.md, "Sensor streams: one process or
+        one per agent").
         """
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:

@@ -4,8 +4,9 @@
 """
 A stream's clouds (or its images), published in order on a thread of their own.
 
-A cloud takes rmw about 0.4 ms to send to a subscriber; on the stream's reader thread that is
-0.4 ms in which the clock and INS frames behind it wait in the socket. :class:`Outbox` takes
+Sending a cloud to a subscriber takes rmw a while (docs/benchmarks.md, "What the two missed
+targets are made of"); on the stream's reader thread the clock and INS frames behind it would
+wait in the socket all that time. :class:`Outbox` takes
 the serialised message from the reader and publishes it on ``sensor-tx:<name>`` with
 ``publish_serialised`` (no copy, the GIL released), while the reader goes on. A sensor bridge
 has one outbox per type, so that a cloud never waits for the image that arrived with it.

@@ -4,9 +4,9 @@
 """
 Publish a serialised message from any buffer, without a copy and without the GIL.
 
-``Publisher.publish(bytes)`` holds the GIL while rmw sends: about 0.4 ms for a 0.9 MB cloud,
-after a ``bytes()`` copy of 0.1 ms, in which no other thread of the process runs
-(docs/benchmarks.md, "What the two missed targets are made of"). :func:`publish_serialised`
+``Publisher.publish(bytes)`` holds the GIL while rmw sends a cloud, after a ``bytes()`` copy
+of it, and no other thread of the process runs meanwhile (docs/benchmarks.md, "What the two
+missed targets are made of", has the times). :func:`publish_serialised`
 calls ``rcl_publish_serialized_message`` of the rcl library rclpy has loaded, through ctypes,
 which lets go of the GIL for the call, on the buffer as it is. It takes the publisher's handle
 as rclpy's own ``publish`` does, so the publisher cannot be destroyed during the call.

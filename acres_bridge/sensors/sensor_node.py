@@ -8,7 +8,7 @@ One agent's sensor stream to ROS topics: the ``sensor_bridge`` node and the part
   node's (``polaris`` -> ``polaris/lidar/points``). Its reader thread ``sensor-rx:<name>``
   decodes, converts and publishes each frame, but hands clouds and images to a
   ``sensor-tx:<name>/lidar`` and a ``sensor-tx:<name>/camera`` thread (sensors/outbox.py), so
-  that the clock and INS frames behind them need not wait for their 0.4 ms in rmw, and a cloud
+  that the clock and INS frames behind them need not wait while rmw sends them, and a cloud
   need not wait for the image that arrived with it; no thread creates or destroys an entity.
   ``camera/image_raw/compressed`` is encoded only while it has a subscriber, on a
   ``sensor-enc:<name>`` thread (sensors/image_encoder.py). Its ``barriers`` (lockstep's
@@ -69,18 +69,18 @@ from acres_bridge.protocol.frames import InsFrame
 from acres_bridge.protocol.frames import LidarFrame
 from acres_bridge.protocol.hello import Hello
 from acres_bridge.protocol.hello import LidarLayout
-from acres_bridge.protocol.stream import SensorStreamClient
+from acres_bridge.protocol.stream_client import SensorStreamClient
 from acres_bridge.protocol.throttle import held_text
 from acres_bridge.protocol.throttle import LOG_INTERVAL_S
 from acres_bridge.protocol.throttle import LogThrottle
 from acres_bridge.runtime.logs import protocol_log
-from acres_bridge.runtime.parameters import declare_sensor_bridge_parameters
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
-from acres_bridge.runtime.parameters import SensorBridgeParameters
 from acres_bridge.sensors.image_encoder import ImageEncoder
 from acres_bridge.sensors.message_pool import MessagePool
 from acres_bridge.sensors.message_pool import PooledMessage
 from acres_bridge.sensors.outbox import Outbox
+from acres_bridge.sensors.parameters import declare_sensor_bridge_parameters
+from acres_bridge.sensors.parameters import SensorBridgeParameters
 from acres_bridge.sensors.publishers import create_publisher
 from acres_bridge.sensors.publishers import reliable_qos
 from acres_bridge.sensors.publishers import SharedPublishers
@@ -88,16 +88,11 @@ from acres_bridge.sensors.publishers import SharedPublishers
 # Keep-last depths. At ten times real time one agent sends 1200 clock, 1000 INS, 100 LiDAR and
 # 100 camera frames per second. A reliable keep-last writer drops a sample it has to overwrite
 # before every reader acknowledged it, so the history must outlast the acknowledgement round
-# trip under load. Measured here at 10x (8 s, a separate subscriber process, two busy cores):
-# depth 10 lost 1.3-2.5 % of clock and INS messages, depths 50 and 200 lost none (default
-# transports and config/fastdds_large_data.xml alike); 200 is 170 ms of clock at 10x. Clouds
-# and images at 100 Hz lost 5-9 % at depth 10 with the default transports (a 512 KiB
-# shared-memory segment) and none at any depth with the XML profile; 10 is 100 ms at 10x, 1 s
-# in real time, and about 25 MB of writer history per agent. See docs/design.md.
-# Again with the bridge's own Fast DDS settings (runtime/dds.py), 10x for 10 s on a machine at
-# load 10 where the bridge fell 0.3 s behind: depth 10 and 50 lost 3-4 % of clock and INS,
-# 200 lost nothing. The depth only matters with prompt heartbeats: stock Fast DDS repairs a
-# missed sample 3 s later, long after any of these histories has dropped it.
+# trip under load: 200 is 170 ms of clock at 10x; 10 clouds are 100 ms at 10x, 1 s in real
+# time. Smaller depths lost clock and INS at 10x on a loaded machine, and clouds and images did
+# not need more (docs/benchmarks.md, "Figures behind choices in the code"). The depth only
+# matters with prompt heartbeats: stock Fast DDS repairs a missed sample 3 s later, long after
+# any of these histories has dropped it.
 SMALL_DEPTH = 200
 LARGE_DEPTH = 10
 # Cloud and image buffers per type: one being published while the reader fills the next.
@@ -145,15 +140,11 @@ class SensorBridge:
     :param namespace: a namespace relative to the node's, e.g. the agent's name; empty: the
         node's own.
     :param shared: the shared topics of the node; default: a new set owned by this bridge.
-    :param on_frame: called on the reader thread with each decoded frame after it was
-        published, or for clouds and images handed to the sensor-tx thread (its memoryviews
-        are valid only during the call): a tap for recording and tests.
     """
 
     def __init__(self, node: Node, parameters: SensorBridgeParameters, *,
                  name: str | None = None, namespace: str = '',
-                 shared: SharedPublishers | None = None,
-                 on_frame: Callable[[Frame], None] | None = None) -> None:
+                 shared: SharedPublishers | None = None) -> None:
         self.node = node
         self.parameters = parameters
         self.namespace = namespace.strip('/')
@@ -161,7 +152,6 @@ class SensorBridge:
         self._owns_shared = shared is None
         self._shared = shared if shared is not None else SharedPublishers(node)
         self._logger = node.get_logger()
-        self._on_frame = on_frame
         self._layout = _Layout(None, AgentFrames.of(None, parameters.frame_prefix),
                                self._point_times(None))
         self._static_key: tuple | None = None
@@ -344,9 +334,6 @@ class SensorBridge:
                     f'published: {type(exc).__name__}: {exc}' + held_text(held))
             return
         self._published[kind] += 1
-        # The tap runs after the frame is out; the client counts and logs what it raises.
-        if self._on_frame is not None:
-            self._on_frame(frame)
 
     def _publish_hello(self, frame: HelloFrame) -> None:
         hello = frame.hello
@@ -465,20 +452,19 @@ class SensorBridgeNode(Node):
     :param node_name: the node's name.
     :param autostart: start the stream's reader at once; False leaves it to
         ``node.bridge.start()``.
-    :param on_frame: a tap called with each decoded frame (see :class:`SensorBridge`).
     :param kwargs: passed to ``rclpy.node.Node`` (``context``, ``namespace``,
         ``parameter_overrides``, ``cli_args`` ...).
     :raises ParameterError: for a parameter the node cannot run with (the node is destroyed).
     """
 
     def __init__(self, node_name: str = 'sensor_bridge', *, autostart: bool = True,
-                 on_frame: Callable[[Frame], None] | None = None, **kwargs: Any) -> None:
+                 **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.bridge: SensorBridge | None = None
         with destroyed_on_parameter_error(super().destroy_node):
             self.parameters = declare_sensor_bridge_parameters(self)
         name = self.get_namespace().strip('/').replace('/', '.') or self.get_name()
-        self.bridge = SensorBridge(self, self.parameters, name=name, on_frame=on_frame)
+        self.bridge = SensorBridge(self, self.parameters, name=name)
         if autostart:
             self.bridge.start()
 

@@ -40,13 +40,13 @@ from acres_bridge.control.sim_control_node import SimControlNode
 from acres_bridge.lockstep.coordinator import Lockstep
 from acres_bridge.lockstep.delivery import DeliverySource
 from acres_bridge.runtime.cores import usable_cores
-from acres_bridge.runtime.parameters import BridgeParameters
-from acres_bridge.runtime.parameters import declare_bridge_parameters
 from acres_bridge.runtime.parameters import destroyed_on_parameter_error
-from acres_bridge.runtime.parameters import SensorBridgeParameters
 from acres_bridge.sensors.agent_processes import SensorProcess
+from acres_bridge.sensors.parameters import SensorBridgeParameters
 from acres_bridge.sensors.publishers import SharedPublishers
 from acres_bridge.sensors.sensor_node import SensorBridge
+from acres_bridge.session.parameters import BridgeParameters
+from acres_bridge.session.parameters import declare_bridge_parameters
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,11 +93,6 @@ def session_layout(hello: dict, sensor_ports: tuple[int, ...]) -> SessionLayout:
         if isinstance(port, int) and 0 < port < 65536:
             streams.append((name, port))
     return SessionLayout(tuple(streams), len(agents), clock_agent)
-
-
-def agents_and_ports(hello: dict, sensor_ports: tuple[int, ...]) -> list[tuple[str, int]]:
-    """Return (agent name, port) for every agent of a ``hello`` reply with a port, by index."""
-    return list(session_layout(hello, sensor_ports).streams)
 
 
 class SessionBridge:

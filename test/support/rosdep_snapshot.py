@@ -23,7 +23,8 @@ import sys
 import tempfile
 
 import pytest
-from support.environment import in_ci
+
+from acres_devkit.environment import in_ci
 
 SNAPSHOT_VARIABLE = 'ACRES_ROSDISTRO'
 SKIP_REASON = (f'no rosdistro snapshot: set {SNAPSHOT_VARIABLE}=DIR, a folder of ros/rosdistro '

@@ -2,16 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-Helpers for the sensor bridge's integration tests: a frame tap, a recording subscriber node.
+Helpers for the sensor bridge's integration tests: a recording subscriber node, Hello counts.
 
 The node under test runs in the test's own rclpy Context (``ros_context``) on the ``spinning``
-executor; the tap sees every frame the bridge decoded (copied, since the reader reuses its
-buffers) and the recorder every message a client would see. Waits are on conditions with
-time-outs; nothing sleeps to synchronise.
+executor; the recorder keeps every message a client would see, and the frames the bridge was
+sent come from a wire tap in front of the stream (support/wire_tap.py). Waits are on
+conditions with time-outs; nothing sleeps to synchronise.
 """
 
 from collections import defaultdict
-import dataclasses
 import threading
 from typing import Any, Callable
 
@@ -33,10 +32,6 @@ from sensor_msgs.msg import PointCloud2
 from support.waiting import wait_until
 from tf2_msgs.msg import TFMessage
 
-from acres_bridge.protocol.frames import BarrierFrame
-from acres_bridge.protocol.frames import CameraFrame
-from acres_bridge.protocol.frames import Frame
-from acres_bridge.protocol.frames import LidarFrame
 
 TIMEOUT_S = 15.0
 
@@ -52,48 +47,15 @@ GLOBAL_TOPICS: dict[str, type] = {
 }
 
 
-def copy_frame(frame: Frame) -> Frame:
-    """Return a frame whose memoryviews own their bytes (the reader reuses its buffer)."""
-    if isinstance(frame, LidarFrame):
-        return dataclasses.replace(frame, points=memoryview(bytes(frame.points)))
-    if isinstance(frame, CameraFrame):
-        return dataclasses.replace(frame, pixels=memoryview(bytes(frame.pixels)))
-    return frame
+def published_hellos(bridge: Any) -> int:
+    """Return how many Hellos a sensor bridge has published: one per connection that began."""
+    return bridge.stats['by_type']['hello']['published']
 
 
-class FrameTap:
-    """Record copies of the frames a bridge decoded (pass ``tap`` as ``on_frame``)."""
-
-    def __init__(self) -> None:
-        self.frames: list[Frame] = []
-        self._condition = threading.Condition()
-
-    def tap(self, frame: Frame) -> None:
-        copied = copy_frame(frame)
-        with self._condition:
-            self.frames.append(copied)
-            self._condition.notify_all()
-
-    def of(self, kind: type) -> list[Any]:
-        """Return the recorded frames of one type, in order."""
-        with self._condition:
-            return [frame for frame in self.frames if isinstance(frame, kind)]
-
-    def wait(self, predicate: Callable[['FrameTap'], Any], timeout_s: float = TIMEOUT_S,
-             what: str = 'frames') -> None:
-        with self._condition:
-            if not self._condition.wait_for(lambda: predicate(self), timeout_s):
-                raise AssertionError(f'timed out waiting for {what}')
-
-    def wait_barrier(self, step: int) -> None:
-        """
-        Wait until the tap holds the Barrier of ``step``, the last frame of a step request.
-
-        The bridge calls the tap after it published a frame, so a subscriber may hold a
-        message before the tap holds its frame; once the barrier is here, every frame is.
-        """
-        self.wait(lambda tap: any(frame.step == step for frame in tap.of(BarrierFrame)),
-                  what=f'the tap of barrier {step}')
+def wait_hellos(bridge: Any, count: int, timeout_s: float = TIMEOUT_S) -> None:
+    """Wait until a sensor bridge has published ``count`` Hellos, as its stats say."""
+    wait_until(lambda: published_hellos(bridge) == count, timeout_s,
+               f'Hello number {count} to be published')
 
 
 def reliable(depth: int) -> QoSProfile:
@@ -186,5 +148,5 @@ def wait_matched(publishers: Any, timeout_s: float = TIMEOUT_S) -> None:
                'the recorder to match the publishers')
 
 
-__all__ = ['AGENT_TOPICS', 'copy_frame', 'FrameTap', 'GLOBAL_TOPICS', 'LATCHED', 'Recorder',
-           'reliable', 'streaming', 'TIMEOUT_S', 'wait_matched', 'wait_until']
+__all__ = ['AGENT_TOPICS', 'GLOBAL_TOPICS', 'LATCHED', 'published_hellos', 'Recorder',
+           'reliable', 'streaming', 'TIMEOUT_S', 'wait_hellos', 'wait_matched', 'wait_until']

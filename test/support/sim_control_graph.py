@@ -192,10 +192,10 @@ class Requests:
 
     def __init__(self, emulator: Emulator) -> None:
         self._emulator = emulator
-        self._start = len(emulator.requests)
+        self._start = emulator.requests.count
 
     def __call__(self) -> list[dict]:
-        requests = self._emulator.requests[self._start:]
+        requests = self._emulator.requests.since(self._start)
         assert all(isinstance(request.pop('id', None), int) for request in requests)
         return requests
 

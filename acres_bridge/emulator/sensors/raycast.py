@@ -7,7 +7,7 @@ Ray casting on the ground and on solids, shared by the LiDAR and the camera.
 Directions are structure-of-arrays (dx, dy, dz) of float32 and need not be unit vectors; the
 origin is one point given as Python floats, which keeps the arithmetic in float32. A miss is
 the finite ray parameter FAR, and a selection is arithmetic with 0/1 masks: on this data
-np.where and masked copies cost 30 times an add.
+np.where and masked copies cost many times an add.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from acres_bridge.emulator.terrain import SolidSet
 from acres_bridge.emulator.terrain import Terrain
 
 # Rays a step of the LiDAR or the camera works on at once: a whole Polaris scan (57,600 beams)
-# or image (28,672 rays). Fewer numpy calls beat the smaller temporaries (measured: about 10 %
-# less time per scan than chunks of 16,000); glibc's mmap threshold grows to the temporaries'
+# or image (28,672 rays). Fewer numpy calls beat the smaller temporaries (docs/benchmarks.md,
+# "Figures behind choices in the code"); glibc's mmap threshold grows to the temporaries'
 # size after the first ones are freed, so they come from the heap, not from fresh pages.
 CHUNK_BEAMS = 60000
 
