@@ -30,7 +30,7 @@ setup(
         'console_scripts': [
             'sensor_bridge = acres_bridge.nodes.sensor_bridge:main',
             'sim_control = acres_bridge.nodes.sim_control:main',
-            'acres_bridge = acres_bridge.nodes.bridge:main',
+            'acres_bridge = acres_bridge.nodes.acres_bridge:main',
             'acres_sim_emulator = acres_bridge.emulator.server:main',
             'acres_fault_proxy = acres_bridge.emulator.fault_tool:main',
             'lidar_recorder = acres_bridge.nodes.lidar_recorder:main',

@@ -319,7 +319,7 @@ def start_bridge(host: Host, agent: str, *, emulator_options: Sequence[str] = ()
     port = emulator.wait_for(r'ACRES_SIM_EMULATOR_READY control=(\d+)', start_s).group(1)
     parameters = [item for text in (f'port:={port}', *bridge_parameters)
                   for item in ('-p', text)]
-    bridge = host.start([sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+    bridge = host.start([sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
                          *parameters], **env)
     bridge.wait_for(rf'sensor stream {agent}: hello from', start_s)
     return emulator, bridge

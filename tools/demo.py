@@ -52,7 +52,7 @@ READY = re.compile(r'ACRES_SIM_EMULATOR_READY control=(\d+) sensors=([\d,]+)')
 # Console scripts of setup.py, to run by module where the script is not installed.
 ENTRY_POINTS = {
     'acres_sim_emulator': 'acres_bridge.emulator.server',
-    'acres_bridge': 'acres_bridge.nodes.bridge',
+    'acres_bridge': 'acres_bridge.nodes.acres_bridge',
     'sensor_bridge': 'acres_bridge.nodes.sensor_bridge',
     'sim_control': 'acres_bridge.nodes.sim_control',
     'lidar_recorder': 'acres_bridge.nodes.lidar_recorder',
@@ -156,7 +156,7 @@ def _start_bridge(args: argparse.Namespace, env: dict[str, str], out: Path,
                   control_port: int, sensor_ports: list[int]) -> list[Child]:
     log = out / 'bridge.log'
     session = args.bridge == 'session' or (
-        args.bridge == 'auto' and _has_module('acres_bridge.nodes.bridge'))
+        args.bridge == 'auto' and _has_module('acres_bridge.nodes.acres_bridge'))
     if session:
         ports = ','.join(str(port) for port in sensor_ports)
         return [Child('acres_bridge', _command('acres_bridge') + [

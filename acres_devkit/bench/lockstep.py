@@ -378,7 +378,7 @@ def run_once(*, layout: str, agents: int, steps: int, subscribers: int, config: 
         for subscriber in subscribers_:
             subscriber.expect('READY', START_TIMEOUT_S)
         readers = subscribers * len(step_topics(names.split(',')))
-        bridge = Child('bridge', [sys.executable, '-m', 'acres_bridge.nodes.bridge',
+        bridge = Child('bridge', [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge',
                                   '--ros-args', '-p', f'port:={ready["control"]}',
                                   '-p', f'sensor_processes:={layout}'],
                        env, log_dir, interrupt=True)

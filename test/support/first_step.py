@@ -32,7 +32,7 @@ def first_step(layout: str, how: str) -> tuple[dict, dict[str, int], str]:
     emulator = Emulator(vehicles=AGENTS, lockstep=True, drive='hold').start()
     log = tempfile.TemporaryFile(mode='w+')
     bridge = subprocess.Popen(
-        [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+        [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
          '-p', f'port:={emulator.control_port}', '-p', f'sensor_processes:={layout}'],
         stdout=log, stderr=subprocess.STDOUT, text=True)
     try:

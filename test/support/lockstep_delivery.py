@@ -125,7 +125,7 @@ class Session:
         self.emulator = emulator
         self.log = tempfile.TemporaryFile(mode='w+')
         self.bridge = subprocess.Popen(
-            [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+            [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
              '-p', f'port:={emulator.control_port}', '-p', f'ack_timeout_s:={ack_timeout_s}',
              *bridge_arguments],
             stdout=self.log, stderr=subprocess.STDOUT, text=True,

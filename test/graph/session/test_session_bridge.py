@@ -173,7 +173,7 @@ def test_the_executable_runs_a_session_and_stops_on_ctrl_c(emulator_factory):
     emulator = emulator_factory(vehicles=('polaris',), lockstep=True, drive='hold')
     environment = dict(os.environ)
     process = subprocess.Popen(
-        [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+        [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
          '-p', f'port:={emulator.control_port}'],
         env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -187,7 +187,7 @@ def test_the_executable_runs_a_session_and_stops_on_ctrl_c(emulator_factory):
 
 def test_the_executable_refuses_a_remote_host_with_one_line():
     result = subprocess.run(
-        [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+        [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
          '-p', 'host:=10.1.2.3'], capture_output=True, text=True, timeout=WAIT_S)
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.startswith('acres_bridge:')]

@@ -167,7 +167,7 @@ def test_no_sensor_process_outlives_the_session(emulator_factory, ending):
     emulator = emulator_factory(vehicles=AGENTS, lockstep=True, drive='hold')
     with tempfile.TemporaryFile(mode='w+') as log:
         session = subprocess.Popen(
-            [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+            [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
              '-p', f'port:={emulator.control_port}', *PER_AGENT],
             stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:

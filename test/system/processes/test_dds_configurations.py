@@ -5,7 +5,7 @@
 The bridge's writers deliver promptly under every Fast DDS configuration a user can reach.
 
 Each configuration is the environment of the user's processes: the real ``acres_bridge``
-executable (``python -m acres_bridge.nodes.bridge``) against the in-process emulator (one
+executable (``python -m acres_bridge.nodes.acres_bridge``) against the in-process emulator (one
 Polaris, playing at 1x), and a subscriber in a process of its own (reliable, keep-last 1000,
 as deep as a recorder's), both with that environment. Two latencies per message, p50 over a
 few seconds:
@@ -196,7 +196,7 @@ class BridgeProcess:
 
     def __init__(self, port: int, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'acres_bridge.nodes.bridge', '--ros-args',
+            [sys.executable, '-m', 'acres_bridge.nodes.acres_bridge', '--ros-args',
              '-p', f'port:={port}'], env=env, text=True, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT)
         self.lines: list[str] = []

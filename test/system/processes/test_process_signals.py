@@ -85,7 +85,7 @@ def test_two_sigints_end_a_publishing_sensor_bridge_with_exit_0(emulator_factory
 def test_two_sigints_end_a_publishing_session_with_exit_0(emulator_factory, layout, gap_s):
     emulator = emulator_factory(vehicles=('polaris', 'maxxum'), rate=10.0)
     with tempfile.TemporaryFile(mode='w+') as log:
-        bridge = _start('acres_bridge.nodes.bridge', '-p', f'port:={emulator.control_port}',
+        bridge = _start('acres_bridge.nodes.acres_bridge', '-p', f'port:={emulator.control_port}',
                         '-p', f'sensor_processes:={layout}', log=log)
         _publishing(emulator)
         code = _interrupt_twice(bridge, gap_s)
