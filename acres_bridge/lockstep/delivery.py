@@ -22,20 +22,36 @@ from collections.abc import Iterable
 import concurrent.futures
 import time
 from typing import Protocol
-from typing import TYPE_CHECKING
 
+from rclpy.node import Node
 from rclpy.publisher import Publisher
 
 from acres_bridge.lockstep.barriers import BarrierTimeout
 from acres_bridge.lockstep.barriers import BarrierTracker
 from acres_bridge.lockstep.endpoints import MATCH_POLL_S
+from acres_bridge.lockstep.endpoints import MatchMemo
 from acres_bridge.lockstep.endpoints import ReaderSet
 from acres_bridge.lockstep.endpoints import wait_for_matches
 from acres_bridge.lockstep.reports import StreamReport
+from acres_bridge.runtime.futures import Deadlines
 from acres_bridge.runtime.futures import settle
 
-if TYPE_CHECKING:   # the coordinator builds the streams of its process
-    from acres_bridge.lockstep.coordinator import Lockstep
+Topics = dict[str, tuple[str, ...]]
+
+
+class StepCoordinator(Protocol):
+    """What a stream of this process needs of the lockstep that made it (coordinator.py)."""
+
+    node: Node
+    match_memo: MatchMemo
+    deadlines: Deadlines
+
+    def submit(self, job: Callable[[], None],
+               result: concurrent.futures.Future) -> None: ...
+
+    def wait_for_delivery(self, publishers: Callable[[], Iterable[Publisher]],
+                          readers: ReaderSet, step: int
+                          ) -> tuple[Topics, Topics, Topics]: ...
 
 
 class DeliverySource(Protocol):
@@ -81,7 +97,7 @@ class StreamDelivery:
     """
 
     def __init__(self, name: str, namespace: str, barriers: BarrierTracker,
-                 publishers: Callable[[], Iterable[Publisher]], lockstep: 'Lockstep',
+                 publishers: Callable[[], Iterable[Publisher]], lockstep: StepCoordinator,
                  ready: Callable[[], bool] | None = None) -> None:
         self.name = name
         self.namespace = namespace

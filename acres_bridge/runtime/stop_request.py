@@ -95,9 +95,9 @@ class StopRequest:
 class Server(Protocol):
     """A loopback server of a command line: the emulator, the fault proxy."""
 
-    def start(self) -> None: ...  # noqa: D102, E704
+    def start(self) -> None: ...
 
-    def stop(self) -> None: ...  # noqa: D102, E704
+    def stop(self) -> None: ...
 
 
 ServerT = TypeVar('ServerT', bound=Server)
