@@ -49,7 +49,7 @@ from acres_devkit.bench import harness
 from acres_devkit.bench import sensor
 from acres_devkit.bench import topics
 from acres_devkit.bench.harness import ROOT
-
+from acres_devkit.bench.report import portable
 
 CLIENT = os.path.join(ROOT, 'test', 'clients', 'foxglove_client.py')
 BARE_READER = os.path.join(ROOT, 'tools', 'bare_reader.py')
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {'prefix': prefix, 'seconds': args.seconds, 'runs': runs, 'summary': summary(runs)}
     print(json.dumps(report['summary'], indent=2))
     with open(args.output, 'w', encoding='utf-8') as stream:
-        json.dump(report, stream, indent=1)
+        stream.write(portable(json.dumps(report, indent=1)))
     return 0
 
 

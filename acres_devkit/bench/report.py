@@ -5,6 +5,8 @@
 
 from collections.abc import Sequence
 import os
+import re
+import tempfile
 from typing import Any
 
 from acres_devkit.bench import perf_split
@@ -212,8 +214,17 @@ def headline_lines(report: dict[str, Any]) -> list[str]:
     return lines + ['']
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPORARY = re.compile(re.escape(tempfile.gettempdir()) + r'/acres_bridge-[^/]+/')
+
+
+def portable(text: str) -> str:
+    """Return ``text`` with this checkout's and this machine's paths made relative or named."""
+    return TEMPORARY.sub('$TMPDIR/acres_bridge-$UID/', text.replace(ROOT + os.sep, ''))
+
+
 def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> None:
-    """Write the report as markdown tables."""
+    """Write the report as markdown tables; paths of this machine do not go into it."""
     machine = report['machine']
     settings = report['settings']
     lines = [
@@ -287,7 +298,7 @@ def write_markdown(report: dict[str, Any], path: str, png_name: str | None) -> N
     for line in sorted({run['dds_line'] for run in report['runs'] if run.get('dds_line')}):
         lines.append(f'- `{line}`')
     lines.append('')
-    text = '\n'.join(lines)
+    text = portable('\n'.join(lines))
     # Hand-written findings below the marker survive a new run.
     if os.path.exists(path):
         with open(path, encoding='utf-8') as stream:

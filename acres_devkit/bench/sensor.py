@@ -83,6 +83,7 @@ from acres_devkit.bench.harness import Sampler
 from acres_devkit.bench.harness import START_TIMEOUT_S
 from acres_devkit.bench.report import _summary_line
 from acres_devkit.bench.report import _two_host_line
+from acres_devkit.bench.report import portable
 from acres_devkit.bench.report import TARGET_ADDED_P50_MS
 from acres_devkit.bench.report import TARGET_CPU_FRACTION_1X
 from acres_devkit.bench.report import TARGET_RSS_MB
@@ -112,7 +113,6 @@ from acres_devkit.bench.topics import SUBSCRIBER_DEPTH
 from acres_devkit.bench.topics import SUBSCRIBER_LARGE_DEPTH
 from acres_devkit.bench.topics import TOPIC_FRAME
 from acres_devkit.bench.topics import TOPICS
-
 
 DEFAULT_DOMAIN_ID = 42
 # Longer than Fast DDS's default heartbeat period (3 s): a sample that needs a repair at the
@@ -913,7 +913,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.makedirs(args.output_dir, exist_ok=True)
         path = os.path.join(args.output_dir, (args.name or 'benchmarks_two_hosts') + '.json')
         with open(path, 'w', encoding='utf-8') as stream:
-            json.dump(report, stream, indent=1)
+            stream.write(portable(json.dumps(report, indent=1)))
         print(f'wrote {path}', flush=True)
         return 0
     if args.reanalyse:
@@ -934,7 +934,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(args.output_dir, exist_ok=True)
     base = os.path.join(args.output_dir, args.name or 'benchmarks')
     with open(base + '.json', 'w', encoding='utf-8') as stream:
-        json.dump(report, stream, indent=1)
+        stream.write(portable(json.dumps(report, indent=1)))
     write_plot(report, base + '.png')
     write_markdown(report, base + '.md', os.path.basename(base + '.png'))
     print(f'wrote {base}.json, {base}.md, {base}.png', flush=True)

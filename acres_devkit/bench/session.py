@@ -64,6 +64,7 @@ from acres_devkit.bench.harness import Child
 from acres_devkit.bench.harness import Commands
 from acres_devkit.bench.harness import ROOT
 from acres_devkit.bench.harness import say
+from acres_devkit.bench.report import portable
 from acres_devkit.bench.topics import beside_topic
 from acres_devkit.bench.topics import cdr_stamp_key
 from acres_devkit.bench.topics import message_types
@@ -602,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results.append(result)
                 print(json.dumps(result), flush=True)
                 with open(args.output, 'w', encoding='utf-8') as stream:
-                    json.dump(results, stream, indent=1)
+                    stream.write(portable(json.dumps(results, indent=1)))
     print(agent_table(results), flush=True)
     return 0
 
