@@ -31,7 +31,8 @@ core (and the bare reader's), the view's RSS at the start and at most.
     .venv/bin/python tools/bench_foxglove_view.py --seconds 30 --repeat 2
     .venv/bin/python tools/bench_foxglove_view.py --distro jazzy --seconds 30
 
-Results: printed, and docs/bench_foxglove_view.json unless ``--output`` says otherwise.
+Results: printed, and out/benchmark/bench_foxglove_view.json unless ``--output`` says
+otherwise (docs/bench_foxglove_view.json is a dated copy).
 """
 
 import argparse
@@ -252,8 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--domain-id', type=int, default=sensor.DEFAULT_DOMAIN_ID + 7)
     parser.add_argument('--profile-view', metavar='DIR', default=None,
                         help='run the view under cProfile, one .prof per run in DIR')
-    parser.add_argument('--output', default=os.path.join(ROOT, 'docs',
-                                                         'bench_foxglove_view.json'))
+    parser.add_argument('--output', default=os.path.join(ROOT, 'out', 'benchmark',
+                                                         'bench_foxglove_view.json'),
+                        help='the results (default out/benchmark/bench_foxglove_view.json; '
+                             'docs/ keeps the dated ones by hand)')
     args = parser.parse_args(argv)
     prefix = (os.path.join(ROOT, harness.DISTRO_PREFIXES[args.distro]) if args.distro
               else sys.prefix)
@@ -267,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(result)
     report = {'prefix': prefix, 'seconds': args.seconds, 'runs': runs, 'summary': summary(runs)}
     print(json.dumps(report['summary'], indent=2))
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, 'w', encoding='utf-8') as stream:
         stream.write(portable(json.dumps(report, indent=1)))
     return 0
