@@ -34,6 +34,23 @@ if 'ROS_DOMAIN_ID' not in os.environ or (
     os.environ[_CLAIMED] = 'yes'
 
 
+# The order files run in: whole processes first, a graph in the test's process next, then the
+# rest. tools/test hands whole files to two workers in this order (pytest-xdist's loadfile), so
+# the files of minutes (a colcon workspace, sessions of the real executables) start first and
+# the many short ones fill in behind them instead of leaving one worker a long tail.
+RUN_FIRST = ('system', 'graph')
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run test/system's files first, then test/graph's, then the rest, each in its order."""
+    def rank(item: pytest.Item) -> int:
+        parts = item.path.relative_to(item.config.rootpath).parts
+        kind = parts[1] if len(parts) > 2 and parts[0] == 'test' else ''
+        return RUN_FIRST.index(kind) if kind in RUN_FIRST else len(RUN_FIRST)
+
+    items.sort(key=rank)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Gate a test marked ``ros2_tools`` on the ros2 tools before any fixture of it starts."""
