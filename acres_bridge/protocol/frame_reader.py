@@ -75,18 +75,22 @@ class FrameReader:
         limits, before its payload is read: a writable byte memoryview of exactly
         ``payload_size`` bytes to receive the payload into (the decoded frame's views then
         point into it), or None for the reader's own buffer.
+    :param on_bad_target: called with what is wrong with a target that cannot receive the
+        payload; the payload then goes to the reader's own buffer. Without it such a target
+        raises ValueError.
     """
 
     def __init__(self, sock: socket.socket, *, stop: threading.Event | None = None,
                  max_frame_bytes: int = MAX_SENSOR_PAYLOAD,
                  on_skipped: Callable[[FrameHeader], None] | None = None,
-                 payload_target: Callable[[FrameHeader], memoryview | None] | None = None
-                 ) -> None:
+                 payload_target: Callable[[FrameHeader], memoryview | None] | None = None,
+                 on_bad_target: Callable[[str], None] | None = None) -> None:
         self._sock = sock
         self._stop = stop if stop is not None else threading.Event()
         self._max_frame_bytes = max_frame_bytes
         self._on_skipped = on_skipped
         self._payload_target = payload_target
+        self._on_bad_target = on_bad_target
         # Bytes received and not yet consumed are ahead[head:tail].
         self._ahead = bytearray(READ_AHEAD_BYTES)
         self._ahead_view = memoryview(self._ahead)
@@ -145,12 +149,16 @@ class FrameReader:
                     self._on_skipped(header)
                 continue
             target = None if self._payload_target is None else self._payload_target(header)
+            if target is not None:
+                problem = payload_view_problem(target, size)
+                if problem:
+                    if self._on_bad_target is None:
+                        raise ValueError(f'payload_target gave {problem}')
+                    self._on_bad_target(problem)
+                    target = None
             if target is None:
                 payload = self._read_payload(size)
             else:
-                problem = payload_view_problem(target, size)
-                if problem:
-                    raise ValueError(f'payload_target gave {problem}')
                 self._read_into(target, size)
                 payload = target
             try:

@@ -25,7 +25,6 @@ from typing import Any, Callable
 from acres_bridge.protocol.errors import FrameError
 from acres_bridge.protocol.errors import TransportError
 from acres_bridge.protocol.frame_reader import FrameReader
-from acres_bridge.protocol.frame_reader import payload_view_problem
 from acres_bridge.protocol.frame_reader import READ_TIMEOUT_S
 from acres_bridge.protocol.frames import Frame
 from acres_bridge.protocol.frames import frame_name
@@ -192,7 +191,8 @@ class SensorStreamClient(ReconnectingClient):
         reader = FrameReader(sock, stop=self._stop, max_frame_bytes=self._max_frame_bytes,
                              on_skipped=self._count_skipped,
                              payload_target=(None if self._payload_target is None
-                                             else self._target))
+                                             else self._target),
+                             on_bad_target=self._bad_target)
         with self._lock:
             self._reader = reader
             self._connected_since = time.monotonic()
@@ -221,16 +221,13 @@ class SensorStreamClient(ReconnectingClient):
             self._call('on_frame', self._on_frame, frame)
 
     def _target(self, header: FrameHeader) -> memoryview | None:
-        target = self._call('payload_target', self._payload_target, header)
-        if target is None:
-            return None
-        problem = payload_view_problem(target, header.payload_size)
-        if problem:
-            with self._lock:
-                self._counts['callback_errors'] += 1
-            self._warn('payload_target gave %s', problem)
-            return None
-        return target
+        return self._call('payload_target', self._payload_target, header)
+
+    def _bad_target(self, problem: str) -> None:
+        # The reader checked the target and reads this payload into its own buffer instead.
+        with self._lock:
+            self._counts['callback_errors'] += 1
+        self._warn('payload_target gave %s', problem)
 
     def _count_frame(self, header: FrameHeader, is_hello: bool) -> None:
         received = time.monotonic()
