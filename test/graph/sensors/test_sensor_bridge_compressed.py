@@ -96,6 +96,10 @@ def test_a_subscriber_gets_every_image_at_1x_compressed_as_the_plugin_does(
                                        'compressed.png_level': 1})
     wait_matched([node.bridge.publishers[RAW], node.bridge.publishers[COMPRESSED]])
     recorder.wait_counts({COMPRESSED: 21}, timeout_s=WAIT_S)
+    # The bridge's counts when the 21st image came: the decoding below loads this process,
+    # which starves the bridge's encoder thread in it, and its drops from then on are the
+    # test's doing, not the bridge's.
+    stats = dict(node.bridge.stats['compressed'])
     raws = {_stamp(image): image for image in list(recorder.messages[RAW])}
     compressed = list(recorder.messages[COMPRESSED])
     first, last = _stamp(compressed[0]), _stamp(compressed[-1])
@@ -104,7 +108,6 @@ def test_a_subscriber_gets_every_image_at_1x_compressed_as_the_plugin_does(
         _stamp(message) for message in compressed]
     for message in compressed:
         _check_pair(raws[_stamp(message)], message, image_format)
-    stats = node.bridge.stats['compressed']
     assert stats['encoded'] >= len(compressed) and stats['dropped'] == 0
 
 
