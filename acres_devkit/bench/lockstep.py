@@ -20,7 +20,14 @@ still, every 10th cloud and image rendered afresh, its own process):
     the DDS floor: a plain rclpy process with the bridge's Fast DDS settings
     (``dds.configure``, as the bridge's processes apply them) and its publishers' types and
     QoS, that publishes each call's messages (Polaris-sized clouds and images for every
-    agent) to the same subscribers, then waits for every writer's acknowledgement.
+    agent) to the same subscribers, then waits for every writer's acknowledgement;
+``call_floor``
+    the call floor: the same client process calling a plain rclpy server of
+    ``/step_simulation`` and ``/simulate_steps`` (synchronous callbacks on a single-threaded
+    executor) that answers at once: what the ROS call alone costs.
+
+A lockstep bridge cannot answer faster than the sum of the three floors (the simulator's
+round trip, the acknowledgement of the step's messages, the ROS call); the table gives it.
 
 Per combination and side: the round trip per call, p50 and p90 (ms), and simulated seconds
 per wall second; for the bridge also where a call's time goes, from its lockstep status in
@@ -159,13 +166,25 @@ def role_raw(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_until_stopped(node: Any) -> None:
+    """Spin ``node`` on a single-threaded executor of its own, say READY, return on stop."""
+    from rclpy.executors import SingleThreadedExecutor
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    threading.Thread(target=executor.spin, daemon=True).start()
+    say('READY')
+    commands = Commands()
+    while commands.get() != 'stop':
+        pass
+    executor.shutdown()
+
+
 # --- child: a subscriber ------------------------------------------------------------------
 
 
 def role_subscriber(args: argparse.Namespace) -> int:
     """Read every step topic raw (reliable, keep-last 1000) until stdin says stop."""
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import HistoryPolicy
     from rclpy.qos import QoSProfile
     from rclpy.qos import ReliabilityPolicy
@@ -181,15 +200,8 @@ def role_subscriber(args: argparse.Namespace) -> int:
     for topic in step_topics(args.agent_names.split(',')):
         kind = types['/clock' if topic == '/clock' else topic.split('/', 2)[2]]
         node.create_subscription(kind, topic, on_message, qos, raw=True)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
-    say('READY')
-    commands = Commands()
-    while commands.get() != 'stop':
-        pass
+    _serve_until_stopped(node)
     say(f'DONE received={received[0]}')
-    executor.shutdown()
     rclpy.try_shutdown()
     return 0
 
@@ -237,10 +249,11 @@ def role_client(args: argparse.Namespace) -> int:
     if not (service.wait_for_service(timeout_sec=START_TIMEOUT_S)
             and action.wait_for_server(timeout_sec=START_TIMEOUT_S)):
         raise SystemExit('client: no step service or action')
-    # The README's rule: a client whose readers are in other processes waits until the
-    # session's lockstep status counts them.
-    wait_status(lambda status: int(status.get('known_readers', '0') or 0) >= args.readers,
-                f'{args.readers} known readers')
+    if not args.call_floor:
+        # The README's rule: a client whose readers are in other processes waits until the
+        # session's lockstep status counts them.
+        wait_status(lambda status: int(status.get('known_readers', '0') or 0) >= args.readers,
+                    f'{args.readers} known readers')
 
     def call() -> None:
         done = threading.Event()
@@ -265,11 +278,16 @@ def role_client(args: argparse.Namespace) -> int:
         call()
         round_trips.append(time.monotonic() - sent)
     wall_s = time.monotonic() - started
+    figures = round_trip_figures(round_trips, args.steps, wall_s)
+    if args.call_floor:
+        say('RESULT ' + json.dumps(figures))
+        executor.shutdown()
+        rclpy.try_shutdown()
+        return 0
     status = wait_status(lambda status: int(status.get('steps', '0') or 0) >= args.count,
                          f'{args.count} steps')
     phases = {phase: float(status[f'{phase}_p50_ms']) for phase in PHASES
               if status.get(f'{phase}_p50_ms') not in (None, '', 'None', '-')}
-    figures = round_trip_figures(round_trips, args.steps, wall_s)
     if len(phases) == len(PHASES):
         phases['answer'] = round(figures['p50_ms'] - sum(phases.values()), 2)
     say('RESULT ' + json.dumps({**figures, 'phases_p50_ms': phases,
@@ -343,6 +361,35 @@ def role_floor(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- child: the call floor ---------------------------------------------------------------
+
+
+def role_call(args: argparse.Namespace) -> int:
+    """Serve the step service and action, answering at once, until stdin says stop."""
+    import rclpy
+    from rclpy.action import ActionServer
+    from simulation_interfaces.action import SimulateSteps
+    from simulation_interfaces.msg import Result
+    from simulation_interfaces.srv import StepSimulation
+    rclpy.init()
+    node = rclpy.create_node('bench_lockstep_call_floor')
+
+    def step(_: StepSimulation.Request, response: StepSimulation.Response) -> Any:
+        response.result.result = Result.RESULT_OK
+        return response
+
+    def simulate(goal_handle: Any) -> Any:
+        goal_handle.succeed()
+        result = SimulateSteps.Result()
+        result.result.result = Result.RESULT_OK
+        return result
+    node.create_service(StepSimulation, '/step_simulation', step)
+    ActionServer(node, SimulateSteps, '/simulate_steps', simulate)
+    _serve_until_stopped(node)
+    rclpy.try_shutdown()
+    return 0
+
+
 # --- the harness --------------------------------------------------------------------------
 
 
@@ -358,7 +405,7 @@ def _result(child: Child, timeout_s: float) -> dict[str, Any]:
 
 def run_once(*, layout: str, agents: int, steps: int, subscribers: int, config: str,
              call: str, count: int, domain_id: int, log_dir: str) -> dict[str, Any]:
-    """Run the raw client, the bridge and the floor of one combination; their figures."""
+    """Run the raw client, the bridge and the two floors of one combination; their figures."""
     fast_dds = dds.find_fast_dds()
     env = dds_env(config, domain_id, fast_dds)
     emulator = _child('emulator', 'emulator', env, log_dir, '--agents', str(agents))
@@ -393,6 +440,15 @@ def run_once(*, layout: str, agents: int, steps: int, subscribers: int, config: 
                        '--readers', str(subscribers), *call_options)
         result['floor'] = _result(floor, START_TIMEOUT_S + count * CALL_TIMEOUT_S)
         floor.finish()
+        server = _child('call', 'call', env, log_dir)
+        try:
+            server.expect('READY', START_TIMEOUT_S)
+            client = _child('call-client', 'client', env, log_dir, '--call', call,
+                            '--call-floor', *call_options)
+            result['call_floor'] = _result(client, START_TIMEOUT_S + count * CALL_TIMEOUT_S)
+            client.finish()
+        finally:
+            server.finish()
     finally:
         for child in subscribers_:
             child.finish()
@@ -413,9 +469,9 @@ def table(results: Sequence[dict[str, Any]]) -> str:
     for result in results:
         groups.setdefault(tuple(result[key] for key in keys), []).append(result)
     lines = ['| layout | agents | steps | subscribers | Fast DDS | call | runs | raw p50 '
-             '(p90) ms | raw sim-s/s | floor p50 (p90) ms | bridge p50 (p90) ms | bridge '
-             'sim-s/s | bridge / floor | to sent | to reply | to published | to acked | '
-             'answer |', '|' + '---|' * 19]
+             '(p90) ms | raw sim-s/s | floor p50 (p90) ms | call p50 (p90) ms | sum of the '
+             'floors | bridge p50 (p90) ms | bridge sim-s/s | bridge / floor | to sent | '
+             'to reply | to published | to acked | answer |', '|' + '---|' * 21]
 
     def median(runs: list[dict[str, Any]], side: str, key: str) -> float:
         return round(statistics.median(run[side][key] for run in runs), 2)
@@ -426,11 +482,14 @@ def table(results: Sequence[dict[str, Any]]) -> str:
         return f'{statistics.median(values):.1f}' if values else '-'
     for key, runs in groups.items():
         bridge, floor = median(runs, 'bridge', 'p50_ms'), median(runs, 'floor', 'p50_ms')
+        call = median(runs, 'call_floor', 'p50_ms')
+        floors = round(median(runs, 'raw', 'p50_ms') + floor + call, 2)
         lines.append(
             '| ' + ' | '.join(str(value) for value in key) + f' | {len(runs)} | '
             f'{median(runs, "raw", "p50_ms")} ({median(runs, "raw", "p90_ms")}) | '
             f'{median(runs, "raw", "sim_s_per_s")} | {floor} ({median(runs, "floor", "p90_ms")})'
-            f' | {bridge} ({median(runs, "bridge", "p90_ms")}) | '
+            f' | {call} ({median(runs, "call_floor", "p90_ms")}) | '
+            f'{floors} | {bridge} ({median(runs, "bridge", "p90_ms")}) | '
             f'{median(runs, "bridge", "sim_s_per_s")} | {bridge / floor:.2f} | '
             + ' | '.join(phase(runs, name) for name in (*PHASES, 'answer')) + ' |')
     return '\n'.join(lines)
@@ -438,13 +497,16 @@ def table(results: Sequence[dict[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--role', choices=('emulator', 'raw', 'subscriber', 'client', 'floor'))
+    parser.add_argument('--role', choices=('emulator', 'raw', 'subscriber', 'client', 'floor',
+                                           'call'))
     parser.add_argument('--control', type=int)
     parser.add_argument('--sensors')
     parser.add_argument('--index', type=int, default=0)
     parser.add_argument('--agent-names')
     parser.add_argument('--readers', type=int, default=0)
     parser.add_argument('--call', default='service', choices=('service', 'action'))
+    parser.add_argument('--call-floor', action='store_true',
+                        help='the client calls the call floor: no lockstep status to wait for')
     parser.add_argument('--count', type=int)
     parser.add_argument('--layouts', nargs='+', default=['in_process'],
                         choices=('in_process', 'per_agent'))

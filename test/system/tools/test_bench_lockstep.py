@@ -3,7 +3,7 @@
 
 """
 A short run of tools/bench_lockstep.py's benchmark (acres_devkit.bench.lockstep): the simulator
-alone, the bridge and the DDS floor.
+alone, the bridge, the DDS floor and the call floor.
 
 The harness, not the speed: no timing is asserted. Two agents, one subscriber process, ten
 1-step service calls on each side, stock Fast DDS, on a DDS domain of this file's own.
@@ -23,12 +23,12 @@ def bench_lockstep():
     return lockstep
 
 
-def test_one_combination_measures_all_three_sides_and_where_the_time_goes(
+def test_one_combination_measures_all_four_sides_and_where_the_time_goes(
         bench_lockstep, tmp_path):
     result = bench_lockstep.run_once(layout='in_process', agents=2, steps=1, subscribers=1,
                                      config='stock', call='service', count=10,
                                      domain_id=claim_domain_id(), log_dir=str(tmp_path))
-    for side in ('raw', 'bridge', 'floor'):
+    for side in ('raw', 'bridge', 'floor', 'call_floor'):
         figures = result[side]
         assert 0 < figures['p50_ms'] <= figures['p90_ms'], result
         assert figures['sim_s_per_s'] > 0, result
