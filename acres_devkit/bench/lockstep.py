@@ -279,19 +279,15 @@ def role_client(args: argparse.Namespace) -> int:
         round_trips.append(time.monotonic() - sent)
     wall_s = time.monotonic() - started
     figures = round_trip_figures(round_trips, args.steps, wall_s)
-    if args.call_floor:
-        say('RESULT ' + json.dumps(figures))
-        executor.shutdown()
-        rclpy.try_shutdown()
-        return 0
-    status = wait_status(lambda status: int(status.get('steps', '0') or 0) >= args.count,
-                         f'{args.count} steps')
-    phases = {phase: float(status[f'{phase}_p50_ms']) for phase in PHASES
-              if status.get(f'{phase}_p50_ms') not in (None, '', 'None', '-')}
-    if len(phases) == len(PHASES):
-        phases['answer'] = round(figures['p50_ms'] - sum(phases.values()), 2)
-    say('RESULT ' + json.dumps({**figures, 'phases_p50_ms': phases,
-                                'late_steps': status.get('late_steps')}))
+    if not args.call_floor:
+        status = wait_status(lambda status: int(status.get('steps', '0') or 0) >= args.count,
+                             f'{args.count} steps')
+        phases = {phase: float(status[f'{phase}_p50_ms']) for phase in PHASES
+                  if status.get(f'{phase}_p50_ms') not in (None, '', 'None', '-')}
+        if len(phases) == len(PHASES):
+            phases['answer'] = round(figures['p50_ms'] - sum(phases.values()), 2)
+        figures.update(phases_p50_ms=phases, late_steps=status.get('late_steps'))
+    say('RESULT ' + json.dumps(figures))
     executor.shutdown()
     rclpy.try_shutdown()
     return 0
@@ -364,7 +360,7 @@ def role_floor(args: argparse.Namespace) -> int:
 # --- child: the call floor ---------------------------------------------------------------
 
 
-def role_call(args: argparse.Namespace) -> int:
+def role_call_floor(args: argparse.Namespace) -> int:
     """Serve the step service and action, answering at once, until stdin says stop."""
     import rclpy
     from rclpy.action import ActionServer
@@ -440,7 +436,7 @@ def run_once(*, layout: str, agents: int, steps: int, subscribers: int, config: 
                        '--readers', str(subscribers), *call_options)
         result['floor'] = _result(floor, START_TIMEOUT_S + count * CALL_TIMEOUT_S)
         floor.finish()
-        server = _child('call', 'call', env, log_dir)
+        server = _child('call_floor', 'call_floor', env, log_dir)
         try:
             server.expect('READY', START_TIMEOUT_S)
             client = _child('call-client', 'client', env, log_dir, '--call', call,
@@ -498,7 +494,7 @@ def table(results: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--role', choices=('emulator', 'raw', 'subscriber', 'client', 'floor',
-                                           'call'))
+                                           'call_floor'))
     parser.add_argument('--control', type=int)
     parser.add_argument('--sensors')
     parser.add_argument('--index', type=int, default=0)

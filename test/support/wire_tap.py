@@ -25,6 +25,7 @@ from acres_bridge.protocol.frame_reader import FrameReader
 from acres_bridge.protocol.frames import BarrierFrame
 from acres_bridge.protocol.frames import CameraFrame
 from acres_bridge.protocol.frames import Frame
+from acres_bridge.protocol.frames import HelloFrame
 from acres_bridge.protocol.frames import LidarFrame
 
 TIMEOUT_S = 15.0
@@ -83,6 +84,10 @@ class WireTap:
         with self._condition:
             if not self._condition.wait_for(lambda: predicate(self), timeout_s):
                 raise AssertionError(f'timed out waiting for {what} on the wire')
+
+    def wait_hello(self) -> None:
+        """Wait until the stream's Hello went by (a client may have it before the tap)."""
+        self.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
 
     def wait_barrier(self, step: int) -> None:
         """Wait until the Barrier of ``step``, the last frame of a step request, went by."""

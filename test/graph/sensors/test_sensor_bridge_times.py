@@ -58,9 +58,7 @@ class Bridge:
         spinning.add(self.node)
         spinning.add(self.recorder.node)
         wait_until(lambda: streaming(self.node.bridge), what='the Hello')
-        # The tap decodes its copy after it has passed the bytes on: the bridge can have the
-        # Hello before the tap does.
-        self.tap.wait(lambda tap: tap.of(HelloFrame), what='the Hello')
+        self.tap.wait_hello()
         wait_matched(self.node.bridge.publishers.values())
 
 
