@@ -20,9 +20,9 @@ and constants (from the definition files) are read and compared on their own.
 
 Usage::
 
-    python tools/interfaces/type_hashes.py DIR            # the hash of every interface
-    python tools/interfaces/type_hashes.py DIR --compare OTHER_DIR
-    python tools/interfaces/type_hashes.py msg --prefix PREFIX_WITH_SIMULATION_INTERFACES
+    python -m acres_devkit.type_hashes DIR            # the hash of every interface
+    python -m acres_devkit.type_hashes DIR --compare OTHER_DIR
+    python -m acres_devkit.type_hashes msg --prefix PREFIX_WITH_SIMULATION_INTERFACES
 
 ``--compare`` exits with 1 when any type hash, default value or constant differs.
 """

@@ -5,12 +5,11 @@
 """
 Stop each launch file with Ctrl-C many times in a row and count the clean stops.
 
-Each stop is test/test_launch_stops.py's (acres_devkit/launch_stops.py): the real
+Each stop is test/system/launch/test_launch_stops.py's (acres_devkit/launch_stops.py): the real
 ``ros2 launch`` of this interpreter's prefix, a client that waits for /clock and every agent's
 clouds (and steps a lockstep session through the stop), SIGINT to the process group, then the
-checks. Prints a
-line per stop, then per launch the clean count, the time from SIGINT to the end of launch
-(median and max) and the time to come up; the output of every stop that was not clean goes
+checks. Prints a line per stop, then per launch the clean count, the time from SIGINT to the end of
+launch (median and max) and the time to come up; the output of every stop that was not clean goes
 to ``--out``. Exit code 0 when every stop was clean. Not part of CI::
 
     .venv/bin/python tools/stop_loop.py --count 50                  # each launch file, Kilted

@@ -12,7 +12,7 @@ so the expectations below were computed from the upstream releases (simulation_i
 with the Kilted rosidl generators; a Jazzy prefix's builds must give the same. Type hashes
 leave out default values and constants, which clients also rely on, so those are checked too.
 acres_interfaces has no upstream: its hashes are recorded so that a change of the interface is
-a deliberate one (update ACRES_INTERFACES with tools/interfaces/type_hashes.py).
+a deliberate one (update ACRES_INTERFACES with python -m acres_devkit.type_hashes).
 
 The packages are read where the set-up installed them: the prefixes of AMENT_PREFIX_PATH (else
 this interpreter's prefix) for tf2_msgs, composition_interfaces, acres_interfaces and
@@ -207,7 +207,7 @@ TF2_MSGS_CONSTANTS = {
 
 # composition_interfaces of Kilted (rcl_interfaces 2.3) and Jazzy (2.0): the services of a
 # component container, which launch_ros imports. Computed from the upstream definitions, which
-# have not changed since 2019, with tools/interfaces/type_hashes.py --compare.
+# have not changed since 2019, with python -m acres_devkit.type_hashes --compare.
 COMPOSITION_INTERFACES = {
     'composition_interfaces/srv/ListNodes':
         'RIHS01_13f30d73a74c844ee4bacf78f3680f08777cad137f10fbd6a648544cc7b59d2a',
@@ -355,7 +355,7 @@ def test_acres_interfaces_has_the_recorded_type_hashes():
                            defaults=ACRES_INTERFACES_DEFAULTS)
     assert not problems, (
         f'{share}:\n' + '\n'.join(problems) + '\nAn interface of msg/ changed: if that is '
-        'intended, record the new hashes (python tools/interfaces/type_hashes.py '
+        'intended, record the new hashes (python -m acres_devkit.type_hashes '
         f'{share} --json) and tell the users of acres_interfaces')
 
 
