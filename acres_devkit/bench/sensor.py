@@ -494,6 +494,12 @@ def _dds_line(work_dir: str, tag: str) -> str | None:
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float | None:
+    """
+    Return the nearest-rank percentile of sorted values (the smallest covering ``fraction``).
+
+    Not harness.percentile (index ``int(n * fraction)``, one rank higher at an exact fraction):
+    the latency figures of docs/benchmarks.md were taken with this rank, and stay comparable.
+    """
     if not sorted_values:
         return None
     index = min(len(sorted_values) - 1, max(0, math.ceil(fraction * len(sorted_values)) - 1))
