@@ -327,7 +327,7 @@ def start_bridge(host: Host, agent: str, *, emulator_options: Sequence[str] = ()
 
 class ClientLog:
     """
-    What a test/clients/two_host_client.py process printed: messages per topic, answers, readiness.
+    What a clients/two_host_client.py process printed: messages per topic, answers, readiness.
 
     ``messages[topic]`` is a list of (received_ns, stamp_ns, taken_ns); ``answers`` the answer
     objects in order. :meth:`update` reads the lines printed since the last call.

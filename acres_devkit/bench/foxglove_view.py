@@ -12,12 +12,12 @@ one of four ``view`` sides:
     nothing more: the floor of the comparison.
 ``client``
     the ``foxglove_view`` executable and a Foxglove protocol client
-    (test/clients/foxglove_client.py, a process of its own) subscribed to every topic of the
-    Polaris.
+    (acres_devkit/clients/foxglove_client.py, a process of its own) subscribed to every topic
+    of the Polaris.
 ``reader``
-    in the view's place, tools/bare_reader.py: the cheapest rclpy reader of the same topics
-    (serialised, the view's QoS, taken every 10 ms as the view's thread takes them), which
-    sends nothing anywhere. Its CPU is the floor of the view's in the same hour: what taking
+    in the view's place, acres_devkit/clients/bare_reader.py: the cheapest rclpy reader of the
+    same topics (serialised, the view's QoS, taken every 10 ms as the view's thread takes them),
+    which sends nothing anywhere. Its CPU is the floor of the view's in the same hour: what taking
     every topic from ROS in Python costs on this machine.
 ``paused``
     the same as ``client``, with the client stopped (SIGSTOP) once it has subscribed: it reads
@@ -51,9 +51,10 @@ from acres_devkit.bench import sensor
 from acres_devkit.bench import topics
 from acres_devkit.bench.harness import ROOT
 from acres_devkit.bench.report import portable
+from acres_devkit.clients import CLIENTS
 
-CLIENT = os.path.join(ROOT, 'test', 'clients', 'foxglove_client.py')
-BARE_READER = os.path.join(ROOT, 'tools', 'bare_reader.py')
+CLIENT = str(CLIENTS / 'foxglove_client.py')
+BARE_READER = str(CLIENTS / 'bare_reader.py')
 SIDES = ('none', 'client', 'reader')
 TOPICS = ('/clock', '/tf_static', '/polaris/lidar/points', '/polaris/camera/image_raw',
           '/polaris/camera/camera_info', '/polaris/ins/imu', '/polaris/ins/fix',

@@ -6,7 +6,8 @@ The bridge across two hosts: loss, latency and CPU per Fast DDS configuration, a
 
 Two network namespaces joined by a veth link (acres_devkit/two_hosts.py, root only): host A
 runs the emulator of one Polaris in play, the ``acres_bridge`` executable and a reader
-(test/clients/two_host_client.py) beside it; host B runs the same reader, reliable keep-last 1000.
+(acres_devkit/clients/two_host_client.py) beside it; host B runs the same reader, reliable
+keep-last 1000.
 What A's reader got is what the bridge published; what B's lacks of it, within the span B
 covers, is lost across the link. Latency is when B's reader had the message minus when A's
 had it (the link's cost over a reader on the bridge's host): the time each process took it,
@@ -48,9 +49,10 @@ from acres_bridge.runtime import dds
 from acres_devkit import two_hosts
 from acres_devkit.bench.harness import percentile
 from acres_devkit.bench.harness import ROOT
+from acres_devkit.clients import CLIENTS
 from acres_devkit.environment import claim_domain_id
 
-CLIENT = os.path.join(ROOT, 'test', 'clients', 'two_host_client.py')
+CLIENT = str(CLIENTS / 'two_host_client.py')
 CONFIGS = ('own', 'stock_heartbeat', 'large_data', 'buffers', 'buffers_bridge',
            'two_hosts_profile', 'two_hosts_profile_b', 'paced_bridge')
 # The flow controller of paced_bridge: 128 KiB a millisecond (about 130 MB/s; a Polaris sends

@@ -16,13 +16,13 @@ imports any more is reported too. The imports no key provides are :data:`PIP_ONL
 with what a ROS user installs instead.
 """
 
-import ast
 import functools
 import importlib.metadata
 import pathlib
 import sys
 import xml.etree.ElementTree as ElementTree
 
+from support.imports import imported_modules
 from support.paths import ROOT
 from support.rosdep_snapshot import resolve
 
@@ -35,17 +35,6 @@ RUNTIME_TAGS = ('depend', 'exec_depend')
 TEST_TAGS = RUNTIME_TAGS + ('test_depend',)
 # A resolution: key -> (installer, packages), as support.rosdep_snapshot.resolve gives it.
 Resolution = dict[str, tuple[str, list[str]]]
-
-
-def imported_modules(path: pathlib.Path) -> set[str]:
-    """Return the top-level modules a file imports by absolute name (``a.b`` gives ``a``)."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.partition('.')[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.partition('.')[0])
-    return names
 
 
 def third_party(paths: list[pathlib.Path], local: set[str]) -> dict[str, set[str]]:
@@ -91,24 +80,26 @@ def _package_code() -> list[pathlib.Path]:
 
 def _test_code() -> list[pathlib.Path]:
     """
-    Return the Python files of test/ that pytest imports, and the client scripts they start.
+    Return the Python files of test/ that pytest imports, and the client scripts tests start.
 
     Not test/data (the seed's files, verbatim) nor the launch tests, which run in the
-    ``launch_test`` tool of the ros2 tools (as the launch files run in ``ros2 launch``).
+    ``launch_test`` tool of the ros2 tools (as the launch files run in ``ros2 launch``). The
+    clients live in acres_devkit/clients/, as benchmarks start them too.
     """
     skipped = (ROOT / 'test' / 'data', ROOT / 'test' / 'system' / 'launch' / 'launch_tests')
-    return sorted(path for path in (ROOT / 'test').rglob('*.py')
-                  if not any(path.is_relative_to(folder) for folder in skipped))
+    return sorted([path for path in (ROOT / 'test').rglob('*.py')
+                   if not any(path.is_relative_to(folder) for folder in skipped)]
+                  + list((ROOT / 'acres_devkit' / 'clients').glob('*.py')))
 
 
 def _test_helpers() -> set[str]:
     """
     Return the modules a test may import from the tree.
 
-    The packages support and clients of test/, any module of test/ by its name (a client
-    script imports its sibling, a launch test its checks), and the development kit.
+    The package support of test/, any module above by its name (a client script imports its
+    sibling, a launch test its checks), and the development kit.
     """
-    return {path.stem for path in _test_code()} | {'support', 'clients', 'acres_devkit'}
+    return {path.stem for path in _test_code()} | {'support', 'acres_devkit'}
 
 
 def _missing(found: dict[str, set[str]], keys: set[str], resolved: Resolution) -> list[str]:

@@ -5,8 +5,8 @@
 Fresh lockstep sessions, each with a new client that steps at once: what it had at the answer.
 
 The session is the emulator with Polaris and Maxxum in lockstep and the real ``acres_bridge``
-executable; the client is test/clients/first_step_client.py, started beside it. Shared by the
-in-process and the per-agent halves of the first-step test.
+executable; the client is acres_devkit/clients/first_step_client.py, started beside it. Shared
+by the in-process and the per-agent halves of the first-step test.
 """
 
 import json
@@ -17,9 +17,9 @@ import tempfile
 
 from support.lockstep_delivery import AGENTS
 from support.lockstep_delivery import expected_counts
-from support.paths import CLIENTS
 
 from acres_bridge.emulator.server import Emulator
+from acres_devkit.clients import CLIENTS
 
 FRESH_STARTS = 20
 STEPS = 12

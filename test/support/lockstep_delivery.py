@@ -7,8 +7,8 @@ A lockstep session across processes and its readers, shared by the lockstep deli
 The emulator runs two agents (Polaris, Maxxum) in lockstep; the session is the real
 ``acres_bridge`` executable in a process of its own, with the Fast DDS configuration of the
 environment (stock by default); each subscriber is a separate process
-(test/clients/lockstep_subscriber.py) that prints when DDS received each message. The test's
-process steps through ``step_simulation`` and ``simulate_steps`` and notes when each answer
+(acres_devkit/clients/lockstep_subscriber.py) that prints when DDS received each message. The
+test's process steps through ``step_simulation`` and ``simulate_steps`` and notes when each answer
 arrived.
 """
 
@@ -22,7 +22,6 @@ import tempfile
 import threading
 import time
 
-from clients.lockstep_subscriber import step_topics
 from diagnostic_msgs.msg import DiagnosticArray
 from diagnostic_msgs.msg import DiagnosticStatus
 import rclpy
@@ -32,12 +31,13 @@ from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
 from support.action_caller import ActionCaller
-from support.paths import CLIENTS
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
 
 from acres_bridge.lockstep.endpoints import unnamed_reader_label
 from acres_bridge.runtime import dds
+from acres_devkit.clients import CLIENTS
+from acres_devkit.clients.lockstep_subscriber import step_topics
 
 AGENTS = ('polaris', 'maxxum')
 PHYSICS_HZ = 120

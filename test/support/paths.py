@@ -15,5 +15,3 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST = ROOT / 'test'
 # The seed's Hello and reader example, read by the tests of several layers.
 DATA = TEST / 'data'
-# Scripts the tests run as processes of their own (a ROS reader, a Foxglove client, ...).
-CLIENTS = TEST / 'clients'

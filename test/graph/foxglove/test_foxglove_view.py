@@ -5,7 +5,8 @@
 The foxglove_view node, seen by a real Foxglove WebSocket protocol client.
 
 A lockstep emulator, the session bridge, the view (its own executor) and a ROS client node share
-one rclpy graph; :mod:`clients.foxglove_client` speaks ``foxglove.sdk.v1`` over ``websockets``.
+one rclpy graph; :mod:`acres_devkit.clients.foxglove_client` speaks ``foxglove.sdk.v1`` over
+``websockets``.
 """
 
 import os
@@ -14,9 +15,6 @@ import subprocess
 import sys
 import threading
 
-from clients.foxglove_client import FoxgloveClient
-from clients.foxglove_client import SUBPROTOCOL
-from clients.foxglove_client import wait_for_channels
 import pytest
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
@@ -31,7 +29,6 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import PointCloud2
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
-from support.paths import CLIENTS
 from support.sensor_bridge_graph import streaming
 from support.spinning import SpinningExecutor
 from support.waiting import wait_until
@@ -43,6 +40,10 @@ from acres_bridge.foxglove.definitions import read_installed
 from acres_bridge.foxglove.definitions import SEPARATOR
 from acres_bridge.foxglove.view import FoxgloveViewNode
 from acres_bridge.session.bridge import SessionBridge
+from acres_devkit.clients import CLIENTS
+from acres_devkit.clients.foxglove_client import FoxgloveClient
+from acres_devkit.clients.foxglove_client import SUBPROTOCOL
+from acres_devkit.clients.foxglove_client import wait_for_channels
 
 pytestmark = pytest.mark.ros
 

@@ -8,8 +8,6 @@ A Foxglove protocol client connects to the view of the launch, receives clouds, 
 /clock, and steps the lockstep session through the view's step_simulation service.
 """
 
-from clients.foxglove_client import FoxgloveClient
-from clients.foxglove_client import wait_for_channels
 import pytest
 from rclpy.serialization import deserialize_message
 from rclpy.serialization import serialize_message
@@ -19,6 +17,8 @@ from sensor_msgs.msg import PointCloud2
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
 
+from acres_devkit.clients.foxglove_client import FoxgloveClient
+from acres_devkit.clients.foxglove_client import wait_for_channels
 from acres_devkit.ports import free_ports
 from acres_devkit.ros2_tools import assert_clean_exit
 from acres_devkit.ros2_tools import Background

@@ -7,13 +7,13 @@ Lockstep across processes: when a step answers, every reliable reader already ha
 The emulator runs two agents (Polaris, Maxxum) in lockstep; the session is the real
 ``acres_bridge`` executable in a process of its own, with the Fast DDS configuration of the
 environment (stock by default); each subscriber is a separate process
-(test/clients/lockstep_subscriber.py) that prints when DDS received each message. This process
-steps through ``step_simulation`` and ``simulate_steps`` and notes when each answer arrived
+(acres_devkit/clients/lockstep_subscriber.py) that prints when DDS received each message. This
+process steps through ``step_simulation`` and ``simulate_steps`` and notes when each answer arrived
 (support/lockstep_delivery.py: the session and its readers). For a message sent in fragments
-(clouds, images) Fast DDS 2.x (Jazzy) stamps the reception when the last fragment arrives and
-3.x (Kilted) when the first does: the Jazzy run checks them whole, the Kilted run that they had
-begun to arrive (test_lockstep_first_step and test_two_hosts check them whole on both, reading
-in the stepping process).
+(clouds, images) Fast DDS 2.x (Jazzy) stamps the reception when the last fragment arrives and 3.x
+(Kilted) when the first does: the Jazzy run checks them whole, the Kilted run that they had begun
+to arrive (test_lockstep_first_step and test_two_hosts check them whole on both, reading in the
+stepping process).
 """
 
 import signal

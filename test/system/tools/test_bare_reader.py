@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """
-tools/bare_reader.py, the floor of the Foxglove view's benchmark, takes every message it claims.
+acres_devkit/clients/bare_reader.py, the Foxglove view benchmark's floor, takes all it claims.
 
 It runs as tools/bench_foxglove_view.py runs it: a process of its own, given topic names, here
 those of two publishers of this test. It must subscribe only once each topic has a publisher,
@@ -10,16 +10,15 @@ with a QoS that matches it, and count every message delivered before its stop.
 """
 
 import json
-import os
 import sys
 
 import pytest
-from support import paths
 
+from acres_devkit.clients import CLIENTS
 from acres_devkit.ros2_tools import Background
 
 pytestmark = pytest.mark.ros
-BARE_READER = os.path.join(paths.ROOT, 'tools', 'bare_reader.py')
+BARE_READER = str(CLIENTS / 'bare_reader.py')
 
 
 def test_the_bare_reader_counts_every_message_of_each_topic(ros_context):

@@ -5,10 +5,10 @@
 Two machines: the simulator's host (A) and the autonomy computer (B), joined by one link.
 
 Host A runs the emulator of one Polaris and the real ``acres_bridge`` executable; host B runs
-clients (test/clients/two_host_client.py) and the real ros2 commands, all with stock Fast DDS and
-discovery on the link's subnet (acres_devkit.two_hosts). A client on A, the same program, is the
-reference: what it receives is what the bridge published. Each test pulls the link for 5 s
-and plugs it in again. Play runs with stock Fast DDS and the default MTU, and with
+clients (acres_devkit/clients/two_host_client.py) and the real ros2 commands, all with stock
+Fast DDS and discovery on the link's subnet (acres_devkit.two_hosts). A client on A, the same
+program, is the reference: what it receives is what the bridge published. Each test pulls the
+link for 5 s and plugs it in again. Play runs with stock Fast DDS and the default MTU, and with
 config/fastdds_two_hosts.xml on both hosts and MTU 1280; lockstep with stock Fast DDS and
 both MTUs.
 """
@@ -28,12 +28,13 @@ from support.waiting import wait_until
 
 from acres_bridge.emulator.server import Emulator
 from acres_bridge.runtime import dds
+from acres_devkit.clients import CLIENTS
 from acres_devkit.environment import ros_distro
 
 pytestmark = [pytest.mark.ros]
 AGENT = 'polaris'
 ROOT = str(paths.ROOT)
-CLIENT = str(paths.CLIENTS / 'two_host_client.py')
+CLIENT = str(CLIENTS / 'two_host_client.py')
 START_S = 90.0
 WAIT_S = 60.0
 OUTAGE_S = 5.0
@@ -57,7 +58,7 @@ def start_session(pair, *, lockstep: bool, parameters: tuple[str, ...] = ()) -> 
 
 
 def start_client(host, name: str, *options: str):
-    """Start test/clients/two_host_client.py on a host and wait until it says it is ready."""
+    """Start acres_devkit/clients/two_host_client.py on a host; wait until it says it is ready."""
     from acres_devkit.two_hosts import ClientLog
     log = ClientLog(host.start([sys.executable, CLIENT, name, *options], stdin=True))
     wait_until(lambda: log.update().ready, START_S, f'{name} on {host.name} ready')

@@ -4,7 +4,7 @@
 """
 The cheapest rclpy reader of a set of topics: the floor of what the Foxglove view costs.
 
-    python tools/bare_reader.py TOPIC [TOPIC ...]
+    python acres_devkit/clients/bare_reader.py TOPIC [TOPIC ...]
 
 It subscribes to each topic once the topic has a publisher, serialised and with the QoS the
 view would choose (:func:`acres_bridge.foxglove.view.publishers_qos`), prints
