@@ -34,21 +34,18 @@ if 'ROS_DOMAIN_ID' not in os.environ or (
     os.environ[_CLAIMED] = 'yes'
 
 
-# The order files run in: whole processes first, a graph in the test's process next, then the
-# rest. tools/test hands whole files to two workers in this order (pytest-xdist's loadfile), so
-# the files of minutes (a colcon workspace, sessions of the real executables) start first and
-# the many short ones fill in behind them instead of leaving one worker a long tail.
-RUN_FIRST = ('system', 'graph')
+# The order files run in: by file name, whatever their folder (a name is unique in test/).
+# tools/test runs Kilted and Jazzy side by side, each handing whole files to two workers in
+# this order (pytest-xdist's loadfile), so the two lanes reach the same files at about the same
+# time. In the order of the folders all four workers were in test/system at once (sessions of
+# the real executables, a colcon build) and CI took longer; by name, the heavy files of system/
+# and graph/ fall between the short ones of unit/ and static/. docs/benchmarks.md ("Set-up and CI
+# time") has the measurements.
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run test/system's files first, then test/graph's, then the rest, each in its order."""
-    def rank(item: pytest.Item) -> int:
-        parts = item.path.relative_to(item.config.rootpath).parts
-        kind = parts[1] if len(parts) > 2 and parts[0] == 'test' else ''
-        return RUN_FIRST.index(kind) if kind in RUN_FIRST else len(RUN_FIRST)
-
-    items.sort(key=rank)
+    """Run the files in the order of their names; a file's tests keep their order."""
+    items.sort(key=lambda item: item.path.name)
 
 
 @pytest.hookimpl(tryfirst=True)
